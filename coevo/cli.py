@@ -1,0 +1,171 @@
+"""coevo command line: run, resume, pretrain, audit, report, reanalyze, simulate, bench, eval, doubt.
+
+Every command turns bad input into a one-line error (exit 2), never a traceback.
+Heavy modules are imported inside commands so ``coevo --help`` stays instant.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Self-evolving proposer-solver training with honest reward accounting.")
+bench_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Benchmarks (print JSON ratios).")
+reanalyze_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Re-derive a seed's published analysis.")
+doubt_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Human check of the reference-in-doubt bucket.")
+app.add_typer(bench_app, name="bench")
+app.add_typer(reanalyze_app, name="reanalyze")
+app.add_typer(doubt_app, name="doubt")
+
+console = Console(stderr=True)
+
+
+class UserError(Exception):
+    """An error the user can fix; printed as one line, exit status 2."""
+
+
+def fail(msg: str) -> None:
+    console.print(f"[bold red]error:[/] {msg}", highlight=False)
+    raise typer.Exit(2)
+
+
+def emit_json(obj) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, default=float) + "\n")
+
+
+@app.command()
+def run(
+    preset: str = typer.Option("cpu", "--preset", "-p", help="Preset name (cpu, paper, smollm2-cpu) or a YAML file."),
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config merged over the preset."),
+    set_: List[str] = typer.Option([], "--set", "-s", help="Override, key=value (dotted keys), repeatable."),
+    recipe: Optional[str] = typer.Option(None, "--recipe", help="rzero | synco | rgbc (shortcut for --set recipe=...)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<recipe>-<timestamp>)."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Continue a run directory from its last completed step."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+):
+    """Co-evolve a proposer and a solver; writes a run directory with ledger, checkpoints, summary and report."""
+    from coevo.config import ConfigError, load_config
+    from coevo.runner import RunError, run_from_config, resume_run
+
+    try:
+        if resume is not None:
+            if not resume.is_dir():
+                raise UserError(f"run directory not found: {resume}")
+            resume_run(resume, quiet=quiet)
+            return
+        overrides = list(set_)
+        if recipe:
+            overrides.append(f"recipe={recipe}")
+        cfg = load_config(preset, config, overrides)
+        run_from_config(cfg, out, quiet=quiet)
+    except (UserError, ConfigError, RunError) as e:
+        fail(str(e))
+
+
+@app.command()
+def pretrain(
+    role: str = typer.Option("all", help="solver | challenger | synthesizer | all"),
+    out: Path = typer.Option(Path("coevo/assets"), help="Where to write the checkpoints."),
+    steps: Optional[int] = typer.Option(None, help="Override the number of training steps (for tests)."),
+    seed: int = typer.Option(0),
+    quiet: bool = typer.Option(False, "--quiet", "-q"),
+):
+    """Deterministically pretrain the tiny CPU policies shipped in coevo/assets."""
+    from coevo.backends.pretrain import PretrainError, pretrain_roles
+
+    try:
+        info = pretrain_roles(role, out, steps=steps, seed=seed, quiet=quiet)
+    except (PretrainError, UserError) as e:
+        fail(str(e))
+    emit_json(info)
+
+
+@app.command()
+def report(run_dir: Path = typer.Argument(..., help="Run directory.")):
+    """(Re)build report.html for a run directory."""
+    from coevo.report.html import write_report
+
+    if not run_dir.is_dir():
+        fail(f"run directory not found: {run_dir}")
+    path = write_report(run_dir)
+    console.print(f"wrote {path}")
+
+
+@app.command()
+def audit(
+    run_dirs: List[Path] = typer.Argument(..., help="One or more run directories."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    predictions: bool = typer.Option(False, "--predictions", help="Evaluate seed 000's predictions P1-P6."),
+):
+    """Instruments over a run's ledger: bearing rate, kappa, nu, lag, pseudo-label accuracy, FF, phi, ..."""
+    from coevo.audit.run_audit import AuditError, audit_runs, print_audit
+
+    for d in run_dirs:
+        if not d.is_dir():
+            fail(f"run directory not found: {d}")
+    try:
+        result = audit_runs(run_dirs, predictions=predictions)
+    except AuditError as e:
+        fail(str(e))
+    if as_json:
+        emit_json(result)
+    else:
+        print_audit(result)
+
+
+@reanalyze_app.command("synco")
+def reanalyze_synco(as_json: bool = typer.Option(False, "--json")):
+    """Re-derive seed 000's analysis of SynCo's published numbers."""
+    from coevo.audit.reanalyze import print_reanalysis, reanalyze_synco as _re
+
+    result = _re()
+    emit_json(result) if as_json else print_reanalysis(result)
+
+
+@app.command()
+def simulate(
+    pool: str = typer.Option("frontier", help="frontier | bimodal | uniform | beta | nullmodel"),
+    k: int = typer.Option(4, help="Rollouts per group."),
+    n_tasks: int = typer.Option(20000, help="Tasks in the simulated pool."),
+    a: float = typer.Option(2.0, help="Beta(a, b) pool: a."),
+    b: float = typer.Option(2.0, help="Beta(a, b) pool: b."),
+    seed: int = typer.Option(0),
+    as_json: bool = typer.Option(False, "--json"),
+):
+    """Screen/confirm on a pool with known pass rates: instrument vs truth."""
+    from coevo.audit.simulate import SimulateError, print_simulation, simulate_pool
+
+    try:
+        result = simulate_pool(pool, k=k, n_tasks=n_tasks, a=a, b=b, seed=seed)
+    except SimulateError as e:
+        fail(str(e))
+    emit_json(result) if as_json else print_simulation(result)
+
+
+@bench_app.command("bleu")
+def bench_bleu(n: int = typer.Option(2048), sample_pairs: int = typer.Option(3000), seed: int = typer.Option(0)):
+    """Repetition penalty: our cached/vectorised pairwise BLEU vs NLTK sentence_bleu."""
+    from coevo.rewards.repetition import bench_bleu as _bench
+
+    emit_json(_bench(n=n, sample_pairs=sample_pairs, seed=seed))
+
+
+@bench_app.command("verify")
+def bench_verify(n: int = typer.Option(2000), workers: Optional[int] = typer.Option(None), seed: int = typer.Option(0)):
+    """Verifier pool throughput vs in-process math-verify on the same answer pairs."""
+    from coevo.verify.bench import bench_verify as _bench
+
+    emit_json(_bench(n=n, workers=workers, seed=seed))
+
+
+def main() -> None:  # pragma: no cover
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

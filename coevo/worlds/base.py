@@ -1,0 +1,52 @@
+"""The World contract: a task domain the loop can propose in, solve in and verify in.
+
+Worlds: ``arithmetic`` (integer expressions, exact oracle), ``math`` (free-form,
+no oracle), later ``facts`` (corpus with source ids + retriever) and criteria banks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence
+
+
+@dataclass
+class Task:
+    task_id: str
+    question: str
+    reference: str | None = None  # proposer's own answer where the recipe asks for one
+    solution: str | None = None  # proposer's reference solution (SynCo)
+    meta: dict[str, Any] = field(default_factory=dict)  # difficulty, source id, ...
+
+
+@dataclass
+class ParseResult:
+    task: Task | None
+    reason: str = ""  # why parsing failed: "no-question-tag", "empty", "unparsable", ...
+
+    @property
+    def ok(self) -> bool:
+        return self.task is not None
+
+
+class World(Protocol):
+    name: str
+    prompt_version: str
+    has_oracle: bool
+
+    def proposer_prompts(self, n: int, seed: int) -> list[str]:
+        """n proposer prompts (a fixed instruction, or a context such as a source doc)."""
+
+    def parse_task(self, text: str, task_id: str) -> ParseResult: ...
+
+    def solver_prompt(self, task: Task) -> str: ...
+
+    def extract_answer(self, text: str) -> str | None:
+        """The final answer in a solver completion, or None if it has none."""
+
+    def equivalent(self, a: str | None, b: str | None) -> bool: ...
+
+    def oracle(self, task: Task) -> str | None:
+        """The true answer, where the world knows it (else None)."""
+
+    def eval_set(self) -> Sequence[Task]:
+        """Fixed held-out evaluation tasks; ``meta['difficulty']`` labels strata."""
