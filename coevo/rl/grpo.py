@@ -1,0 +1,196 @@
+"""GRPO core as pure tensor functions: advantages, clipped token-level loss, log-probs.
+
+Every backend that learns (``Policy.forward_backward``) composes these; nothing here
+holds state.  Formulas and the options that choose between published variants:
+
+- :func:`group_advantages` — GRPO (centre on the group mean, divide by the group std),
+  TRL ``scale_rewards="batch"`` (divide by the std of the whole batch) and Dr. GRPO
+  (``"none"``: centre only).
+- :func:`bucket_advantages` — Dr. Zero (SPEC §4): A_e = (r_e - mu_g(e)) / (sigma_g(e) + 1e-6)
+  within task buckets (hop count), population std.
+- :func:`policy_loss` — PPO/GRPO clipped surrogate per token, optional k3 KL to a
+  reference policy, and the four TRL aggregation modes (grpo, dr_grpo, dapo, bnpo).
+- :func:`token_logprobs` — log_softmax(logits) gathered at the targets.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from coevo.backends.base import LossConfig
+
+SCALES = ("group", "batch", "none")
+AGGREGATIONS = ("grpo", "dr_grpo", "dapo", "bnpo")
+
+
+def group_advantages(
+    rewards: torch.Tensor, scale: str = "group", eps: float = 1e-6, unbiased: bool = False
+) -> torch.Tensor:
+    """Advantages of G groups of K rollouts: A[g, k] = (r[g, k] - mean_k r[g]) / (s + eps).
+
+    ``scale="group"``: s = std of the group (GRPO); ``"batch"``: s = std of all G*K
+    rewards (TRL ``scale_rewards="batch"``; still centred on the group mean);
+    ``"none"``: no division (Dr. GRPO).  ``unbiased=False`` (default) is the population
+    std (divide by K), matching :func:`bucket_advantages` and SPEC §4; TRL uses
+    ``torch.std`` i.e. ``unbiased=True`` (divide by K - 1) and eps = 1e-4.  A group of
+    equal rewards gives 0, never NaN (also with ``unbiased=True`` and K = 1).
+    """
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+    if rewards.dim() != 2:
+        raise ValueError(f"rewards must be [G, K], got shape {tuple(rewards.shape)}")
+    r = rewards if rewards.is_floating_point() else rewards.to(torch.get_default_dtype())
+    centred = r - r.mean(dim=1, keepdim=True)
+    if scale == "none":
+        return centred
+    correction = 1 if unbiased else 0
+    if scale == "group":
+        if r.shape[1] > correction:
+            std = r.std(dim=1, keepdim=True, correction=correction)
+        else:
+            std = torch.zeros_like(r[:, :1])
+    else:
+        std = r.std(correction=correction) if r.numel() > correction else r.new_zeros(())
+    return centred / (std + eps)
+
+
+def bucket_advantages(rewards, buckets, eps: float = 1e-6):
+    """Dr. Zero bucketed advantages (SPEC §4): A_e = (r_e - mu_g(e)) / (sigma_g(e) + eps).
+
+    ``buckets`` labels each reward (e.g. the hop count); mu and sigma are the mean and
+    the population std (divide by the bucket size) of the rewards in that bucket.
+    Accepts numpy or torch rewards and returns the same kind (torch: same device,
+    floating dtype).  A bucket of one item, or of equal rewards, gives 0.
+    """
+    is_torch = isinstance(rewards, torch.Tensor)
+    labels = buckets.detach().cpu().numpy() if isinstance(buckets, torch.Tensor) else np.asarray(buckets)
+    if labels.ndim != 1:
+        raise ValueError("buckets must be 1-D")
+    n = rewards.shape[0] if is_torch else np.asarray(rewards).shape[0]
+    if labels.shape[0] != n:
+        raise ValueError(f"rewards and buckets differ in length: {n} vs {labels.shape[0]}")
+    _, inv_np = np.unique(labels, return_inverse=True)
+    inv_np = inv_np.reshape(-1)
+    n_buckets = int(inv_np.max()) + 1 if n else 0
+    if is_torch:
+        r = rewards if rewards.is_floating_point() else rewards.to(torch.get_default_dtype())
+        if r.dim() != 1:
+            raise ValueError("rewards must be 1-D")
+        inv = torch.as_tensor(inv_np, device=r.device, dtype=torch.long)
+        cnt = torch.zeros(n_buckets, dtype=r.dtype, device=r.device).index_add_(0, inv, torch.ones_like(r))
+        mu = torch.zeros(n_buckets, dtype=r.dtype, device=r.device).index_add_(0, inv, r) / cnt
+        dev = r - mu[inv]
+        var = torch.zeros(n_buckets, dtype=r.dtype, device=r.device).index_add_(0, inv, dev * dev) / cnt
+        return dev / (var.sqrt()[inv] + eps)
+    r = np.asarray(rewards)
+    if r.ndim != 1:
+        raise ValueError("rewards must be 1-D")
+    r = r.astype(r.dtype if np.issubdtype(r.dtype, np.floating) else np.float64)
+    cnt = np.bincount(inv_np, minlength=n_buckets).astype(r.dtype)
+    mu = (np.bincount(inv_np, weights=r, minlength=n_buckets) / cnt).astype(r.dtype)
+    dev = r - mu[inv_np]
+    var = np.bincount(inv_np, weights=dev * dev, minlength=n_buckets) / cnt
+    return (dev / (np.sqrt(var)[inv_np] + eps)).astype(r.dtype)
+
+
+def token_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """log p(target) per position: log_softmax(logits)[b, t, targets[b, t]] -> [B, T].
+
+    Computed as gathered logit minus logsumexp (no [B, T, V] log-softmax tensor is
+    kept); half-precision logits are upcast to float32 first.
+    """
+    if logits.dtype in (torch.float16, torch.bfloat16):
+        logits = logits.float()
+    picked = logits.gather(-1, targets.long().unsqueeze(-1)).squeeze(-1)
+    return picked - torch.logsumexp(logits, dim=-1)
+
+
+def policy_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    cfg: LossConfig,
+    ref_logprobs: torch.Tensor | None = None,
+    num_active_tokens: float | int | torch.Tensor | None = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """Clipped GRPO/PPO objective over a [B, T] batch of completion tokens.
+
+    Per token: ratio = exp(logprobs - old_logprobs),
+    l = -min(ratio * A, clip(ratio, 1 - eps, 1 + eps_high) * A) with eps = cfg.clip_eps,
+    eps_high = cfg.clip_eps_high or cfg.clip_eps (DAPO clip-higher); A is per sequence
+    ([B], broadcast over tokens) or per token ([B, T]).  With ``ref_logprobs`` and
+    cfg.kl_coef > 0, l += kl_coef * (exp(ref - lp) - (ref - lp) - 1) (k3 estimator).
+
+    Aggregation over the active tokens (``mask``), as TRL's GRPOTrainer:
+
+    - ``grpo``: mean over each sequence's tokens, then mean over sequences;
+    - ``dr_grpo``: sum / (B * L), L = cfg.max_len or T (Dr. GRPO: constant normaliser);
+    - ``dapo``: sum / active tokens of the whole batch: pass ``num_active_tokens`` (the
+      count over all micro-batches of the step) to normalise globally; without it this
+      micro-batch's count is used (then identical to bnpo);
+    - ``bnpo``: sum / active tokens of this (micro-)batch.
+
+    TRL divides grpo/bnpo/dr_grpo by the number of gradient-accumulation steps in the
+    trainer; that division is the caller's job here.  Metrics (masked token means):
+    ``clip_frac`` (tokens whose gradient is cut by the clip), ``clip_frac_low``,
+    ``clip_frac_high``, ``ratio_mean``, ``kl`` (k3, reported whenever ``ref_logprobs``
+    is given, 0.0 otherwise), ``loss``.
+    """
+    if cfg.aggregation not in AGGREGATIONS:
+        raise ValueError(f"LossConfig.aggregation must be one of {AGGREGATIONS}, got {cfg.aggregation!r}")
+    if logprobs.shape != old_logprobs.shape or logprobs.shape != mask.shape or logprobs.dim() != 2:
+        raise ValueError(
+            f"logprobs, old_logprobs and mask must share a [B, T] shape, got "
+            f"{tuple(logprobs.shape)}, {tuple(old_logprobs.shape)}, {tuple(mask.shape)}"
+        )
+    b, t = logprobs.shape
+    adv = advantages.to(logprobs.dtype)
+    if adv.dim() == 1:
+        if adv.shape[0] != b:
+            raise ValueError(f"advantages [B] must have B={b}, got {adv.shape[0]}")
+        adv = adv.unsqueeze(1)
+    elif adv.shape != logprobs.shape:
+        raise ValueError(f"advantages must be [B] or [B, T], got {tuple(advantages.shape)}")
+    m = mask.to(logprobs.dtype)
+    eps_low = cfg.clip_eps
+    eps_high = cfg.clip_eps_high if cfg.clip_eps_high is not None else cfg.clip_eps
+
+    ratio = torch.exp(logprobs - old_logprobs.detach())
+    clipped = torch.clamp(ratio, 1.0 - eps_low, 1.0 + eps_high)
+    per_token = -torch.min(ratio * adv, clipped * adv)
+
+    kl = None
+    if ref_logprobs is not None:
+        delta = ref_logprobs.detach() - logprobs
+        kl = torch.exp(delta) - delta - 1.0
+        if cfg.kl_coef > 0:
+            per_token = per_token + cfg.kl_coef * kl
+
+    masked_sum = (per_token * m).sum()
+    active = m.sum()
+    if cfg.aggregation == "grpo":
+        loss = ((per_token * m).sum(-1) / m.sum(-1).clamp(min=1.0)).mean()
+    elif cfg.aggregation == "dr_grpo":
+        loss = masked_sum / (b * (cfg.max_len or t))
+    elif cfg.aggregation == "dapo":
+        norm = active if num_active_tokens is None else torch.as_tensor(num_active_tokens, dtype=logprobs.dtype)
+        loss = masked_sum / norm.clamp(min=1.0)
+    else:  # bnpo
+        loss = masked_sum / active.clamp(min=1.0)
+
+    with torch.no_grad():
+        denom = active.clamp(min=1.0)
+        low = ((ratio < 1.0 - eps_low) & (adv < 0)).to(m.dtype)
+        high = ((ratio > 1.0 + eps_high) & (adv > 0)).to(m.dtype)
+        metrics: dict[str, Any] = {
+            "loss": float(loss.detach()),
+            "clip_frac": float(((low + high) * m).sum() / denom),
+            "clip_frac_low": float((low * m).sum() / denom),
+            "clip_frac_high": float((high * m).sum() / denom),
+            "ratio_mean": float((ratio * m).sum() / denom),
+            "kl": float((kl * m).sum() / denom) if kl is not None else 0.0,
+        }
+    return loss, metrics
