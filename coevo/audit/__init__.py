@@ -1,0 +1,45 @@
+"""Audit: statistics, the bimodal null model, and instruments on arrays (seed 000 §2, SPEC §2).
+
+The CLI entry points (``reanalyze``, ``simulate``) live in their own modules and are not
+imported here, so ``import coevo.audit`` stays light.
+"""
+from coevo.audit.instruments import (
+    answer_mode,
+    abstention_share,
+    bearing_indicator,
+    bearing_rate,
+    enrichment_se,
+    false_agreement_mass,
+    kappa_bar,
+    lag_bar,
+    nu_bar,
+    pseudo_label_accuracy,
+    seed_range,
+    top_quartile_enrichment,
+)
+from coevo.audit.nullmodel import (
+    bearing_probability,
+    expected_kappa,
+    expected_teachability,
+    invert_null_model,
+    mid_share_given_bearing,
+    null_model_shares,
+)
+from coevo.audit.stats import (
+    Estimate,
+    abstention_inflation,
+    batch_bootstrap_ci,
+    binomial_se,
+    clustered_se,
+    difference_se,
+)
+
+__all__ = [
+    "bearing_probability", "null_model_shares", "invert_null_model", "expected_kappa",
+    "expected_teachability", "mid_share_given_bearing",
+    "binomial_se", "difference_se", "abstention_inflation", "clustered_se", "batch_bootstrap_ci",
+    "Estimate",
+    "bearing_indicator", "bearing_rate", "kappa_bar", "answer_mode", "nu_bar", "lag_bar",
+    "pseudo_label_accuracy", "false_agreement_mass", "abstention_share",
+    "top_quartile_enrichment", "enrichment_se", "seed_range",
+]

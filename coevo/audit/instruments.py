@@ -1,0 +1,291 @@
+"""Instruments: pure functions on arrays, each returning a value with its uncertainty.
+
+Another module wires these to the DuckDB ledger; here everything is numpy in, ``Estimate``
+(value, se, ci_low/ci_high, n, extras) out. Sources: seed 000 §核心思路 and §技术路线
+(bearing rate, kappa-bar, nu-bar and the reference-in-doubt bucket, lag, top-quartile
+enrichment, seed-to-seed range), seed 002 (pseudo-label accuracy), seed 004 §二.1 (FF),
+seed 001 §推论一 (abstention share phi stratified by r~).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from coevo.audit.stats import Z95, Estimate, batch_bootstrap_ci, binomial_se, clustered_se
+
+__all__ = [
+    "bearing_indicator", "bearing_rate", "kappa_bar", "answer_mode", "nu_bar", "lag_bar",
+    "pseudo_label_accuracy", "false_agreement_mass", "abstention_share",
+    "top_quartile_enrichment", "enrichment_se", "seed_range",
+]
+
+
+def _wald(value: float, se: float) -> tuple[float, float]:
+    if not np.isfinite(se):
+        return float("nan"), float("nan")
+    return value - Z95 * se, value + Z95 * se
+
+
+def _proportion(x: np.ndarray, clusters=None, batches=None, n_boot: int = 1000, seed: int = 0,
+                **extra) -> Estimate:
+    """Mean of a 0/1 array with a binomial SE, optional clustered SE and batch bootstrap CI."""
+    n = int(x.size)
+    if n == 0:
+        return Estimate(float("nan"), n=0, extra=dict(extra))
+    v = float(x.mean())
+    se = binomial_se(v, n)
+    ex = dict(extra)
+    ex["se_binomial"] = se
+    if clusters is not None:
+        ex["se_clustered"] = clustered_se(x, np.asarray(clusters))
+        se = ex["se_clustered"] if np.isfinite(ex["se_clustered"]) else se
+    lo, hi = _wald(v, se)
+    if batches is not None:
+        bb = batch_bootstrap_ci(x, np.asarray(batches), n_boot=n_boot, seed=seed)
+        ex["batch_bootstrap"] = bb
+        lo, hi = bb["ci_low"], bb["ci_high"]
+    return Estimate(v, se, lo, hi, n, ex)
+
+
+def bearing_indicator(mu):
+    """g = 1[0 < mu < 1] (SPEC notation; seed 000 §背景与动机: 「梯度承载」)."""
+    a = np.asarray(mu, dtype=float)
+    return (a > 0) & (a < 1)
+
+
+def bearing_rate(mu, batches=None, n_boot: int = 1000, seed: int = 0) -> Estimate:
+    """Single-shot bearing rate P[g_1 = 1] with binomial SE (and a batch-bootstrap CI and
+    batch-clustered SE when ``batches`` is given). seed 000 §背景与动机 (16.2% pool level).
+    Also the confirm-stage rollout budget increment (seed 000 §核心思路)."""
+    g = bearing_indicator(mu).astype(float)
+    return _proportion(g, clusters=batches, batches=batches, n_boot=n_boot, seed=seed)
+
+
+def kappa_bar(mu_screen, mu_confirm, tasks=None, batches=None, n_boot: int = 1000,
+              seed: int = 0) -> Estimate:
+    """Replication rate kappa-bar = mean of 1[0 < mu_2 < 1] over screen-bearing tasks.
+
+    seed 000 §核心思路 (筛查—确认两阶段抽样): only tasks with 0 < mu_1 < 1 get a confirm
+    group; rows whose screen is not mixed, or whose confirm is NaN, are ignored.
+    ``se`` is task-clustered when ``tasks`` is given (a task screened in several steps),
+    otherwise binomial; with ``batches`` the interval is a batch bootstrap (§局限性 二).
+    The binomial SE is always in ``se_binomial``.
+    """
+    s = np.asarray(mu_screen, dtype=float)
+    c = np.asarray(mu_confirm, dtype=float)
+    if s.shape != c.shape:
+        raise ValueError("mu_screen and mu_confirm must have the same shape")
+    sel = bearing_indicator(s) & np.isfinite(c)
+    kap = bearing_indicator(c[sel]).astype(float)
+    t = None if tasks is None else np.asarray(tasks)[sel]
+    b = None if batches is None else np.asarray(batches)[sel]
+    est = _proportion(kap, clusters=t, batches=b, n_boot=n_boot, seed=seed,
+                      n_screened=int(s.size), n_screen_bearing=int(bearing_indicator(s).sum()))
+    if b is not None:
+        est.extra["se_batch_clustered"] = clustered_se(kap, b) if kap.size else float("nan")
+    return est
+
+
+def answer_mode(answers: Sequence[Any]) -> tuple[Any, float]:
+    """Mode of a list of (already normalised) answers and its share; ties go to the first seen.
+    Empty or None answers do not vote but count in the denominator."""
+    votes: dict = {}
+    for a in answers:
+        if a is None or a == "":
+            continue
+        votes[a] = votes.get(a, 0) + 1
+    if not votes or not len(answers):
+        return None, 0.0
+    best = max(votes, key=lambda a: votes[a])  # dict order = first seen, max keeps the first
+    return best, votes[best] / len(answers)
+
+
+def nu_bar(mode_agrees, mode_share, mu, stable: float = 0.75) -> dict:
+    """Reference-anchor miss rate nu-bar and the reference-in-doubt share.
+
+    seed 000 §核心思路 (参考锚缺失率 nu): per task, nu_i = 1[mode of the 2K answers == a*];
+    defined only when 0 < mu < 1. The pool metric is the *miss* rate 1 - mean(nu_i)
+    (P3: "nu-bar >= 5%: at least 1 in 20 tasks whose mode disagrees with the reference").
+    A task with nu_i = 0 and mode share >= ``stable`` goes to the reference-in-doubt bucket.
+    Returns ``{"nu_bar": Estimate, "doubt_share": Estimate}`` over the defined tasks.
+    """
+    agree = np.asarray(mode_agrees, dtype=bool)
+    share = np.asarray(mode_share, dtype=float)
+    m = np.asarray(mu, dtype=float)
+    if not (agree.shape == share.shape == m.shape):
+        raise ValueError("mode_agrees, mode_share and mu must have the same shape")
+    d = bearing_indicator(m)
+    miss = (~agree[d]).astype(float)
+    doubt = ((~agree[d]) & (share[d] >= stable - 1e-12)).astype(float)
+    return {
+        "nu_bar": _proportion(miss, n_total=int(m.size)),
+        "doubt_share": _proportion(doubt, n_total=int(m.size)),
+    }
+
+
+def lag_bar(mu_pre, mu_post) -> Estimate:
+    """One-step lag l = mu_pre - mu_post over the same tasks before / after the Reasoner update.
+
+    seed 000 §核心思路 (一步滞后落差). Value = mean lag with its SE; extras carry the
+    median |l| that prediction P4 uses (>= 0.10 predicted, < 0.02 falsifies).
+    """
+    a = np.asarray(mu_pre, dtype=float)
+    b = np.asarray(mu_post, dtype=float)
+    if a.shape != b.shape:
+        raise ValueError("mu_pre and mu_post must have the same shape")
+    ok = np.isfinite(a) & np.isfinite(b)
+    lag = a[ok] - b[ok]
+    n = int(lag.size)
+    if n == 0:
+        return Estimate(float("nan"), n=0)
+    v = float(lag.mean())
+    se = float(lag.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
+    lo, hi = _wald(v, se)
+    return Estimate(v, se, lo, hi, n, {"median_abs": float(np.median(np.abs(lag)))})
+
+
+def _valid_key(x) -> bool:
+    if x is None:
+        return False
+    try:
+        return not np.isnan(x)
+    except TypeError:
+        return True
+
+
+def pseudo_label_accuracy(pseudo_labels: Sequence[Any], truth: Sequence[Any]) -> Estimate:
+    """Share of pseudo-labels equal to the oracle (or judge) answer.
+
+    seed 002 (R-Zero: 79.0 -> 69.0 -> 63.0% per round) and seed 004 §二.1 (0.747 / 0.737).
+    Inputs are normalised answer keys or booleans; a ``None``/NaN truth (judge abstained)
+    is left out and counted in ``n_unjudged``.
+    """
+    if len(pseudo_labels) != len(truth):
+        raise ValueError("pseudo_labels and truth must have the same length")
+    pairs = [(p, t) for p, t in zip(pseudo_labels, truth) if _valid_key(t)]
+    hit = np.array([p == t for p, t in pairs], dtype=float)
+    return _proportion(hit, n_unjudged=len(truth) - len(pairs))
+
+
+def false_agreement_mass(proposer_answers: Sequence[Any], solver_majority: Sequence[Any],
+                         truth: Sequence[Any]) -> Estimate:
+    """False-agreement mass FF: share of audited pairs where the proposer's answer equals the
+    solver majority and both differ from the truth. seed 004 §二.1 (4B 6.1%, 9B 8.8% at round 3).
+    Pairs with unknown truth are not audited (``n_unaudited``)."""
+    if not (len(proposer_answers) == len(solver_majority) == len(truth)):
+        raise ValueError("inputs must have the same length")
+    rows = [(p, s, t) for p, s, t in zip(proposer_answers, solver_majority, truth) if _valid_key(t)]
+    ff = np.array([_valid_key(p) and p == s and p != t for p, s, t in rows], dtype=float)
+    agree = np.array([_valid_key(p) and p == s for p, s, _ in rows], dtype=float)
+    est = _proportion(ff, n_unaudited=len(truth) - len(rows))
+    est.extra["agreement_rate"] = float(agree.mean()) if agree.size else float("nan")
+    return est
+
+
+def abstention_share(w_abstained, w_total, r_tilde, r=None,
+                     bins: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 1.0)) -> Estimate:
+    """Abstention share phi = W_A / W per (prompt, axis) row, stratified by r~.
+
+    seed 001 §核心思路 推论一: report phi and 1/(1-phi) per (prompt, axis), stratified by r~
+    because clip(., 0, 1) distorts the top strata. Value = mean phi (SE across rows);
+    extras: p95 of phi (P1's threshold 0.10 / falsifier 0.02), and per r~ stratum the mean
+    phi, mean 1/(1-phi) and, when ``r`` is given, the measured mean r / r~.
+    """
+    wa = np.asarray(w_abstained, dtype=float)
+    wt = np.asarray(w_total, dtype=float)
+    rt = np.asarray(r_tilde, dtype=float)
+    if not (wa.shape == wt.shape == rt.shape):
+        raise ValueError("w_abstained, w_total and r_tilde must have the same shape")
+    if np.any(wt <= 0) or np.any(wa < 0) or np.any(wa > wt + 1e-12):
+        raise ValueError("need 0 <= W_A <= W and W > 0")
+    phi = wa / wt
+    n = int(phi.size)
+    if n == 0:
+        return Estimate(float("nan"), n=0)
+    v = float(phi.mean())
+    se = float(phi.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
+    lo, hi = _wald(v, se)
+    infl = np.where(phi < 1, 1.0 / np.where(phi < 1, 1.0 - phi, 1.0), np.inf)
+    edges = np.asarray(bins, dtype=float)
+    idx = np.clip(np.searchsorted(edges, rt, side="right") - 1, 0, len(edges) - 2)
+    rr = None if r is None else np.asarray(r, dtype=float)
+    strata = []
+    for j in range(len(edges) - 1):
+        sel = idx == j
+        row = {"r_tilde_low": float(edges[j]), "r_tilde_high": float(edges[j + 1]), "n": int(sel.sum())}
+        if sel.any():
+            row["phi_mean"] = float(phi[sel].mean())
+            row["inflation_mean"] = float(infl[sel].mean())
+            if rr is not None:
+                ok = sel & (rt > 0) & np.isfinite(rr)
+                row["r_over_r_tilde"] = float((rr[ok] / rt[ok]).mean()) if ok.any() else float("nan")
+        strata.append(row)
+    return Estimate(v, se, lo, hi, n, {"phi_p95": float(np.quantile(phi, 0.95)), "strata": strata})
+
+
+def enrichment_se(p_top: float, n_top: int, p_rest: float, n_rest: int) -> float:
+    """Delta-method SE of E = p_top / p_pool with p_pool = q p_top + (1-q) p_rest (nested:
+    the top quartile is part of the pool), p_top and p_rest independent binomials."""
+    n = n_top + n_rest
+    q = n_top / n
+    pool = q * p_top + (1 - q) * p_rest
+    d_top = (1 - q) * p_rest / pool ** 2
+    d_rest = -(1 - q) * p_top / pool ** 2
+    var = d_top ** 2 * p_top * (1 - p_top) / n_top + d_rest ** 2 * p_rest * (1 - p_rest) / n_rest
+    return float(np.sqrt(var))
+
+
+def top_quartile_enrichment(scores, bearing, q: float = 0.25) -> Estimate:
+    """Bearing rate in the top ``q`` of tasks ranked by ``scores``, and its enrichment over the pool.
+
+    seed 000 §背景与动机 (图 3: 62.3% / 64.6% in the top quartile, 3.9x / 4.0x over 16.2%).
+    Value = enrichment p_top / p_pool; ``se`` is the nested delta-method SE
+    (:func:`enrichment_se`); extras: p_top with its binomial SE, p_pool, and the ceiling
+    min(1/q, 1/p_pool) (a score that puts every bearing task in the top quartile).
+    Top set = the first ceil(q n) tasks of a stable descending sort: ties (T is three-level at
+    K = 4) are broken by input order.
+    """
+    s = np.asarray(scores, dtype=float)
+    g = np.asarray(bearing, dtype=float)
+    if s.shape != g.shape:
+        raise ValueError("scores and bearing must have the same shape")
+    n = int(s.size)
+    n_top = int(np.ceil(q * n))
+    if n == 0 or n_top == 0 or n_top == n:
+        return Estimate(float("nan"), n=n)
+    order = np.argsort(-s, kind="stable")
+    top = np.zeros(n, dtype=bool)
+    top[order[:n_top]] = True
+    p_top = float(g[top].mean())
+    p_rest = float(g[~top].mean())
+    p_pool = float(g.mean())
+    if p_pool == 0:
+        return Estimate(float("nan"), n=n)
+    e = p_top / p_pool
+    se = enrichment_se(p_top, n_top, p_rest, n - n_top)
+    lo, hi = _wald(e, se)
+    return Estimate(e, se, lo, hi, n, {
+        "p_top": p_top, "p_top_se": binomial_se(p_top, n_top), "n_top": n_top,
+        "p_pool": p_pool, "p_rest": p_rest, "ceiling": float(min(1 / q, 1 / p_pool)),
+        "recall": float(g[top].sum() / g.sum()),
+    })
+
+
+def seed_range(values, labels: Optional[Sequence[Any]] = None) -> Estimate:
+    """Seed-to-seed spread of one metric across runs given together.
+
+    seed 000 §技术路线 第四步 / P6 (极差 >= 2 points predicted for the productive rate).
+    ``values`` holds one number per run (or one array per run, reduced by its mean).
+    Value = mean over runs; ``se`` = SD across runs / sqrt(runs); extras: min, max, range.
+    """
+    per = np.array([float(np.mean(v)) for v in values], dtype=float)
+    n = int(per.size)
+    if n == 0:
+        return Estimate(float("nan"), n=0)
+    v = float(per.mean())
+    se = float(per.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
+    return Estimate(v, se, float(per.min()), float(per.max()), n, {
+        "min": float(per.min()), "max": float(per.max()), "range": float(per.max() - per.min()),
+        "per_run": per.tolist(), "labels": list(labels) if labels is not None else list(range(n)),
+    })

@@ -1,0 +1,219 @@
+"""Reward formulas of the seeds, one pure function per quantity.
+
+Every function accepts a Python scalar or a numpy array and returns the same shape
+(a Python ``float`` for scalar input). Sources:
+
+* seed 000 §背景与动机 (SynCo appendix B.2, eqs. 23–25): ``teachability``, ``quality_gate``,
+  ``synco_reward``;
+* seed 000 §核心思路 (RGBC): ``rgbc_reward``, ``advantage_magnitude``;
+* seed 002 (R-Zero): ``uncertainty_reward``, ``challenger_reward``, ``keep_for_solver``;
+* seed 004 §二.3 (CrossFit): ``crossfit_reward``;
+* seed 001 §核心思路 推论一 (CASA): ``criteria_scores``.
+
+See docs/formulas.md for the table of formulas and the seed arithmetic we re-checked.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, Sequence
+
+import numpy as np
+
+__all__ = [
+    "teachability", "quality_gate", "synco_reward", "rgbc_reward", "advantage_magnitude",
+    "uncertainty_reward", "challenger_reward", "keep_for_solver", "crossfit_reward",
+    "criteria_scores", "UNCERTAINTY_VARIANTS", "CROSSFIT_OUTSIDE",
+]
+
+UNCERTAINTY_VARIANTS = ("paper", "reference")
+CROSSFIT_OUTSIDE = ("zero", "extrapolate")
+
+
+def _out(x: np.ndarray, scalar: bool):
+    return float(x) if scalar else x
+
+
+def _arr(x) -> tuple[np.ndarray, bool]:
+    a = np.asarray(x, dtype=float)
+    return a, a.ndim == 0
+
+
+def _check_unit(a: np.ndarray, name: str) -> None:
+    if np.any((a < 0) | (a > 1)):
+        raise ValueError(f"{name} must lie in [0, 1]")
+
+
+def teachability(mu):
+    """SynCo teachability T(mu) = 2 mu if mu <= 0.5 else 2 (1 - mu).
+
+    seed 000 §背景与动机 (SynCo appendix B.2, eq. 25). With K = 4 rollouts mu is in
+    {0, .25, .5, .75, 1}, so T takes only the three values {0, .5, 1}.
+    """
+    a, s = _arr(mu)
+    _check_unit(a, "mu")
+    return _out(np.where(a <= 0.5, 2.0 * a, 2.0 * (1.0 - a)), s)
+
+
+def quality_gate(v):
+    """SynCo gate G(v) = clip((v - 0.5) / 0.5, 0, 1).
+
+    seed 000 §背景与动机 (SynCo appendix B.2, eq. 24): scores below 0.5 are zeroed.
+    """
+    a, s = _arr(v)
+    return _out(np.clip((a - 0.5) / 0.5, 0.0, 1.0), s)
+
+
+def synco_reward(quality, reliability, mu):
+    """SynCo synthesizer reward r_S = G(quality) * G(reliability) * T(mu).
+
+    seed 000 §背景与动机 (SynCo appendix B.2, eq. 23).
+    """
+    return quality_gate(quality) * quality_gate(reliability) * teachability(mu)
+
+
+def rgbc_reward(mu_tilde, kappa, omega0: float = 0.2):
+    """RGBC reward T~ = T(mu~) * omega(kappa), omega(1) = 1, omega(0) = omega0.
+
+    seed 000 §核心思路 (合并估计与连续优势幅度). ``mu_tilde`` is the pass rate merged over
+    the screen and confirm groups (2K rollouts); ``kappa`` = 1[0 < mu_confirm < 1].
+    ``kappa=None`` means "no confirm group" and applies no discount, so with
+    ``omega0 = 1`` (or no confirm group) the reward reduces exactly to SynCo's T(mu).
+    """
+    if not 0.0 <= omega0 <= 1.0:
+        raise ValueError("omega0 must lie in [0, 1]")
+    t = teachability(mu_tilde)
+    if kappa is None:
+        return t
+    k = np.asarray(kappa, dtype=float)
+    omega = np.where(k > 0, 1.0, float(omega0))
+    out = np.asarray(t) * omega
+    return float(out) if out.ndim == 0 else out
+
+
+def advantage_magnitude(mu_tilde, n: int):
+    """Continuous advantage magnitude adv = n / (n - 1) * mu~ (1 - mu~), n = 2K rollouts.
+
+    seed 000 §核心思路: the unbiased within-group variance of a Bernoulli group, to which
+    the GRPO advantage magnitude is proportional.
+    """
+    if n < 2:
+        raise ValueError("n must be >= 2")
+    a, s = _arr(mu_tilde)
+    _check_unit(a, "mu_tilde")
+    return _out(n / (n - 1.0) * a * (1.0 - a), s)
+
+
+def uncertainty_reward(p_hat, variant: str = "paper"):
+    """R-Zero challenger uncertainty reward.
+
+    seed 002 (R-Zero) / SPEC §1. ``variant="paper"`` (default): r_unc = 1 - 2|p_hat - 1/2|;
+    ``variant="reference"``: min(p_hat, 1 - p_hat), the formula of the reference code.
+    The two differ by exactly a factor of 2 (paper = 2 * reference), which changes the
+    balance against the repetition penalty lambda * |C| / B.
+    """
+    a, s = _arr(p_hat)
+    _check_unit(a, "p_hat")
+    if variant == "paper":
+        r = 1.0 - 2.0 * np.abs(a - 0.5)
+    elif variant == "reference":
+        r = np.minimum(a, 1.0 - a)
+    else:
+        raise ValueError(f"variant must be one of {UNCERTAINTY_VARIANTS}, got {variant!r}")
+    return _out(r, s)
+
+
+def challenger_reward(p_hat, r_rep, variant: str = "paper"):
+    """R-Zero challenger reward r = max(0, r_unc - r_rep).
+
+    seed 002 (R-Zero) / SPEC §1; ``variant`` as in :func:`uncertainty_reward`. A malformed
+    challenger output (no ``<question>``) gets 0 before this is computed.
+    """
+    u = np.asarray(uncertainty_reward(p_hat, variant))
+    r = np.maximum(0.0, u - np.asarray(r_rep, dtype=float))
+    return float(r) if r.ndim == 0 else r
+
+
+def keep_for_solver(p_hat, delta: float = 0.25):
+    """R-Zero solver-dataset filter: keep iff |p_hat - 1/2| <= delta.
+
+    seed 002 (R-Zero) / SPEC §1: with m = 10 answers and delta = 0.25 this keeps
+    3..7 of 10 agreeing with the majority. A 1e-9 tolerance absorbs float error.
+    """
+    a, s = _arr(p_hat)
+    keep = np.abs(a - 0.5) <= delta + 1e-9
+    return bool(keep) if s else keep
+
+
+def crossfit_reward(k, n: int = 5, outside: str = "zero"):
+    """CrossFit proposer reward f(k) = (n - k) / (n - 1) for 0 < k < n.
+
+    seed 004 §二.3: f(k) = (5 - k)/4 over n = 5 auxiliary answers, k of which match the
+    proposer's answer. The seed does not define k = 0 or k = n: ``outside="zero"``
+    (default) gives 0 there; ``outside="extrapolate"`` applies the same line
+    (f(0) = n/(n-1) = 1.25, f(n) = 0).
+    """
+    if outside not in CROSSFIT_OUTSIDE:
+        raise ValueError(f"outside must be one of {CROSSFIT_OUTSIDE}, got {outside!r}")
+    if n < 2:
+        raise ValueError("n must be >= 2")
+    a, s = _arr(k)
+    if np.any((a < 0) | (a > n)):
+        raise ValueError(f"k must lie in [0, {n}]")
+    f = (n - a) / (n - 1.0)
+    if outside == "zero":
+        f = np.where((a > 0) & (a < n), f, 0.0)
+    return _out(f, s)
+
+
+def _is_unknown(v: Any) -> bool:
+    if v is None:
+        return True
+    if isinstance(v, str):
+        return v.strip().lower() in ("unknown", "abstain", "none", "")
+    try:
+        return math.isnan(float(v))
+    except (TypeError, ValueError):
+        return True
+
+
+def criteria_scores(weights: Sequence[float], verdicts: Sequence[Any]) -> Dict[str, float]:
+    """CASA criterion accounting for one (prompt, axis, answer).
+
+    seed 001 §核心思路 推论一 (VG-OPD axis reward and CASA's fixed denominator).
+    ``verdicts`` holds 1, 0 or unknown (None / NaN / "unknown") per criterion.
+
+    * numerator = sum_j w_j V_j over scored criteria (a penalty w_j < 0 subtracts when V_j = 1);
+    * W = sum of positive weights; W_A = positive weight abstained; phi = W_A / W;
+    * r = clip(numerator / (W - W_A), 0, 1) — VG-OPD: abstentions out of numerator and
+      denominator (NaN when every positive criterion abstained);
+    * r_tilde = clip(numerator / W, 0, 1) — CASA fixed denominator.
+
+    Before clipping ``r_raw = r_tilde_raw / (1 - phi)`` holds exactly (both returned).
+    """
+    w = np.asarray(weights, dtype=float)
+    if w.shape != (len(verdicts),):
+        raise ValueError("weights and verdicts must have the same length")
+    unk = np.array([_is_unknown(v) for v in verdicts], dtype=bool)
+    v = np.array([0.0 if u else float(x) for x, u in zip(verdicts, unk)])
+    if np.any((v != 0) & (v != 1)):
+        raise ValueError("verdicts must be 1, 0 or unknown")
+    pos = w > 0
+    W = float(w[pos].sum())
+    if W <= 0:
+        raise ValueError("at least one criterion needs a positive weight")
+    W_A = float(w[pos & unk].sum())
+    numerator = float((w * v)[~unk].sum())
+    phi = W_A / W
+    denom = W - W_A
+    r_raw = numerator / denom if denom > 0 else float("nan")
+    r_tilde_raw = numerator / W
+    return {
+        "numerator": numerator,
+        "W": W,
+        "W_A": W_A,
+        "phi": phi,
+        "r": float(np.clip(r_raw, 0.0, 1.0)) if denom > 0 else float("nan"),
+        "r_tilde": float(np.clip(r_tilde_raw, 0.0, 1.0)),
+        "r_raw": r_raw,
+        "r_tilde_raw": r_tilde_raw,
+    }
