@@ -365,7 +365,7 @@ def bench_bleu(
     """Our pairwise BLEU vs NLTK ``sentence_bleu`` (R-Zero's per-pair loop), same run.
 
     - reference: NLTK timed on ``sample_pairs`` random pairs i < j, extrapolated to all
-      n(n-1)/2 pairs (one call per pair, as R-Zero's ``direction="reference"`` loop);
+      n(n-1)/2 pairs (one call per pair, as R-Zero's loop; two for "symmetric");
     - ours: :func:`pairwise_bleu` on all pairs;
     - identical scores on the sampled pairs and on a fully computed subset of ``n_sub``
       (default min(300, n)) questions;
