@@ -176,7 +176,7 @@ def simulation_plot(results: Sequence[Dict[str, Any]], path: Union[str, Path]) -
         h = r["p_histogram"]
         e = np.asarray(h["edges"])
         c = np.asarray(h["counts"], dtype=float)
-        ax1b.step(e[:-1], c / max(c.sum(), 1), where="post", alpha=0.6, label=r["pool"])
+        ax1b.stairs(c / max(c.sum(), 1), e, alpha=0.7, label=r["pool"])
     ax1b.set_ylabel("share of tasks")
     ax1.axhline(FRONTIER_KAPPA, ls="--", c="g", lw=1)
     ax1.axhline(NOISE_KAPPA, ls="--", c="r", lw=1)
