@@ -302,7 +302,7 @@ def reanalyze_synco(path: Optional[Path] = None) -> Dict[str, Any]:
             "m4_at_0.95": _r(bearing_probability(0.95, K), 5),
             "frontier_kappa_min_m4_at_0.75": _r(bearing_probability(0.75, K), 4),
             "noise_kappa_max_m4_at_0.9": _r(bearing_probability(0.9, K), 4),
-            "note": "kappa-bar >= 0.68 iff the bearing mass sits in p in [.25, .75]; <= 0.344 if all p outside [.1, .9]",
+            "note": "kappa-bar >= 0.68 if every p lies in [.25, .75]; <= 0.344 if every p lies outside (.1, .9)",
         },
         "null_model": _null_models(d, disc, findings),
         "table3": _table3(d, disc),
