@@ -1,0 +1,1 @@
+"""Shared loop steps: propose, solve + vote, verify against targets, GRPO update."""

@@ -45,6 +45,9 @@ class World(Protocol):
 
     def equivalent(self, a: str | None, b: str | None) -> bool: ...
 
+    def repetition_text(self, question: str) -> str:
+        """The text BLEU sees for the repetition penalty (whitespace-tokenised)."""
+
     def oracle(self, task: Task) -> str | None:
         """The true answer, where the world knows it (else None)."""
 

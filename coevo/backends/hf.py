@@ -1,0 +1,494 @@
+"""HF backend: the Policy contract on transformers (+ peft for LoRA roles).
+
+* ``sample``: batched ``model.generate`` (left padding, ``num_return_sequences=n``),
+  temperature / top-p / greedy, stop strings (cut out of ``text`` as vLLM does; the
+  tokens that produced them stay in ``token_ids`` so training sees what was sampled),
+  and one log-probability per sampled token.
+* Log-probabilities follow the ``tiny`` backend's convention: they are taken under the
+  *tempered* distribution ``log_softmax(logits / T)`` (top-p truncation is not applied
+  to them), ``meta['temperature']`` records T, and ``forward_backward`` divides the
+  logits by the same T.  Greedy samples record T = 1.  They are captured during
+  ``generate`` by a logits processor placed before the temperature / top-p warpers,
+  which keeps one ``[B, V]`` row per step instead of every step's logits.
+* ``forward_backward``: right-padded micro-batches, ``coevo.rl.grpo.token_logprobs``
+  and ``policy_loss`` (the shared GRPO core), each micro-batch's loss weighted so that
+  the sum equals the loss of the whole batch for the chosen aggregation.
+  ``old_logprobs='sampler'`` (default) uses the sampler's numbers as the PPO
+  denominator; ``'current'`` uses the detached current forward (exactly on-policy; the
+  mismatch between the two is reported as ``logprob_mismatch``).
+* Roles: several ``HFPolicy`` objects may share one ``SharedBase`` (one base model, one
+  LoRA adapter per role, switched with peft ``set_adapter``), or hold separate models,
+  or one policy may serve both roles (see ``coevo.backends.roles``).
+* Gradient checkpointing and bf16 (when the device supports it) are options.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import string
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+
+from coevo.backends.base import Completion, LossConfig, SamplingParams
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+# ---------------------------------------------------------------------------- building blocks
+def pick_dtype(dtype: str | torch.dtype | None, device: str) -> torch.dtype:
+    """'auto' -> bf16 on a CUDA device that supports it, else fp32."""
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype in (None, "auto"):
+        if str(device).startswith("cuda") and torch.cuda.is_available() and torch.cuda.is_bf16_supported():
+            return torch.bfloat16
+        return torch.float32
+    return {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp32": torch.float32, "float32": torch.float32,
+            "fp16": torch.float16, "float16": torch.float16}[str(dtype)]
+
+
+def make_char_tokenizer(vocab_size: int | None = None):
+    """An offline character-level tokenizer with a ChatML template (tests, gpu_check).
+
+    ``vocab_size`` pads the vocabulary with filler tokens ``<t123>`` so a model with a
+    real-sized vocabulary (Qwen: 151,936) can sample any id and still decode.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    special = ["<pad>", "<|im_start|>", "<|im_end|>", "<unk>"]
+    words = special + list(string.printable)
+    if vocab_size is not None:
+        words += [f"<t{i}>" for i in range(len(words), vocab_size)]
+    vocab = {w: i for i, w in enumerate(words)}
+    t = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    t.pre_tokenizer = pre_tokenizers.Split("", "isolated")
+    t.decoder = decoders.Fuse()
+    t.add_special_tokens(special[:3])
+    tok = PreTrainedTokenizerFast(tokenizer_object=t, pad_token="<pad>", eos_token="<|im_end|>", unk_token="<unk>")
+    tok.chat_template = CHAT_TEMPLATE
+    return tok
+
+
+def tiny_llama(vocab_size: int, hidden: int = 64, layers: int = 2, heads: int = 4, seed: int = 0,
+               arch: str = "llama"):
+    """A randomly initialised Llama / Qwen2 model built in code (no download)."""
+    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(seed)
+    kw = dict(vocab_size=vocab_size, hidden_size=hidden, intermediate_size=hidden * 2, num_hidden_layers=layers,
+              num_attention_heads=heads, num_key_value_heads=max(1, heads // 2), max_position_embeddings=2048,
+              tie_word_embeddings=True, pad_token_id=0, eos_token_id=2, bos_token_id=1)
+    if arch == "qwen2":
+        return Qwen2ForCausalLM(Qwen2Config(**kw))
+    return LlamaForCausalLM(LlamaConfig(**kw))
+
+
+class _LogprobRecorder:
+    """Logits processor that keeps log p(sampled token) under the tempered distribution.
+
+    Called once per step with the raw scores (it runs before our temperature / top-p
+    warpers); at step t+1 ``input_ids[:, -1]`` is the token chosen at step t.
+    """
+
+    def __init__(self, temperature: float) -> None:
+        self.t = float(temperature)
+        self.prev: torch.Tensor | None = None
+        self.steps: list[torch.Tensor] = []
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        if self.prev is not None:
+            self.steps.append(self.prev.gather(-1, input_ids[:, -1:]).squeeze(-1))
+        self.prev = torch.log_softmax(scores.float() / self.t, dim=-1)
+        return scores
+
+    def finish(self, sequences: torch.Tensor, n_new: int) -> torch.Tensor:
+        if self.prev is not None and len(self.steps) < n_new:
+            self.steps.append(self.prev.gather(-1, sequences[:, -1:]).squeeze(-1))
+        self.prev = None
+        if not self.steps:
+            return torch.zeros(sequences.shape[0], 0)
+        return torch.stack(self.steps, dim=1).cpu()
+
+
+class SharedBase:
+    """One base model with one LoRA adapter per role (peft ``set_adapter`` switches)."""
+
+    def __init__(self, model, tokenizer, lora: dict | None = None, gradient_checkpointing: bool = False) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.lora = dict(lora or {})
+        self.gradient_checkpointing = gradient_checkpointing
+        self.adapters: list[str] = []
+        self.active: str | None = None
+
+    def lora_config(self):
+        from peft import LoraConfig
+
+        lc = self.lora
+        return LoraConfig(r=int(lc.get("r", 16)), lora_alpha=int(lc.get("alpha", 32)),
+                          lora_dropout=float(lc.get("dropout", 0.0)), bias="none", task_type="CAUSAL_LM",
+                          target_modules=lc.get("target_modules") or ["q_proj", "k_proj", "v_proj", "o_proj",
+                                                                       "gate_proj", "up_proj", "down_proj"])
+
+    def add_adapter(self, name: str) -> str:
+        from peft import get_peft_model
+
+        if name in self.adapters:
+            raise ValueError(f"adapter {name!r} already exists")
+        if not self.adapters:
+            if self.gradient_checkpointing:
+                self.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            self.model = get_peft_model(self.model, self.lora_config(), adapter_name=name)
+        else:
+            self.model.add_adapter(name, self.lora_config())
+        self.adapters.append(name)
+        self.activate(name)
+        return name
+
+    def activate(self, name: str) -> None:
+        if self.active != name:
+            self.model.set_adapter(name)  # also makes only this adapter trainable
+            self.active = name
+
+    def adapter_params(self, name: str) -> dict[str, torch.nn.Parameter]:
+        tag = f".{name}."
+        return {k: p for k, p in self.model.named_parameters() if tag in k and "lora_" in k}
+
+
+# ---------------------------------------------------------------------------- the policy
+class HFPolicy:
+    """Policy contract on a transformers causal LM, optionally one LoRA adapter of a SharedBase."""
+
+    def __init__(self, name: str, model=None, tokenizer=None, *, base: SharedBase | None = None,
+                 adapter: str | None = None, lr: float = 1e-5, weight_decay: float = 0.0, grad_clip: float = 1.0,
+                 micro_batch: int = 8, sample_batch: int = 64, chat_template: bool = True,
+                 system_prompt: str | None = None, gradient_checkpointing: bool = False, device: str | None = None,
+                 seed: int = 0, old_logprobs: str = "sampler", base_tag: str = "init") -> None:
+        if old_logprobs not in ("sampler", "current"):
+            raise ValueError(f"old_logprobs must be 'sampler' or 'current', got {old_logprobs!r}")
+        self.name = name
+        self.base = base
+        if base is not None:
+            self.adapter = base.add_adapter(adapter or name)
+            self.tokenizer = base.tokenizer
+        else:
+            if model is None or tokenizer is None:
+                raise ValueError("HFPolicy needs either base= or model= and tokenizer=")
+            self.adapter = None
+            self._model = model
+            self.tokenizer = tokenizer
+            if gradient_checkpointing:
+                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        self.device = torch.device(device) if device else next(self.model.parameters()).device
+        self.lr, self.weight_decay, self.grad_clip = lr, weight_decay, grad_clip
+        self.micro_batch, self.sample_batch = micro_batch, sample_batch
+        self.chat_template = chat_template and getattr(self.tokenizer, "chat_template", None) is not None
+        self.system_prompt = system_prompt
+        self.old_logprobs = old_logprobs
+        self.seed = seed
+        self.updates = 0
+        self.sample_calls = 0
+        self.base_tag = base_tag
+        self.ref_model = None
+        self.opt = torch.optim.AdamW(list(self.trainable_params().values()), lr=lr, weight_decay=weight_decay,
+                                     betas=(0.9, 0.99))
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+
+    # ------------------------------------------------------------------ plumbing
+    @property
+    def model(self):
+        return self.base.model if self.base is not None else self._model
+
+    def _activate(self) -> None:
+        if self.base is not None:
+            self.base.activate(self.adapter)
+
+    def trainable_params(self) -> dict[str, torch.nn.Parameter]:
+        if self.base is not None:
+            return self.base.adapter_params(self.adapter)
+        return {k: p for k, p in self.model.named_parameters() if p.requires_grad}
+
+    @property
+    def version(self) -> str:
+        return f"{self.name}:{self.base_tag}+{self.updates}"
+
+    def format_prompt(self, prompt: str) -> list[int]:
+        """Token ids of a prompt, through the tokenizer's chat template when it has one."""
+        if self.chat_template:
+            msgs = ([{"role": "system", "content": self.system_prompt}] if self.system_prompt else [])
+            msgs.append({"role": "user", "content": prompt})
+            text = self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+            return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return self.tokenizer(prompt)["input_ids"]
+
+    # ------------------------------------------------------------------ sampling
+    @torch.no_grad()
+    def sample(self, prompts: Sequence[str], n: int, sampling: SamplingParams) -> list[list[Completion]]:
+        self._activate()
+        self.model.eval()
+        out: list[list[Completion]] = []
+        per_chunk = max(1, self.sample_batch // max(1, n))
+        for i in range(0, len(prompts), per_chunk):
+            out.extend(self.sample_ids([self.format_prompt(p) for p in prompts[i:i + per_chunk]],
+                                       n, sampling, prompts=list(prompts[i:i + per_chunk])))
+        return out
+
+    @torch.no_grad()
+    def sample_ids(self, prompt_ids: list[list[int]], n: int, sp: SamplingParams,
+                   prompts: list[str] | None = None) -> list[list[Completion]]:
+        from transformers import GenerationConfig, LogitsProcessorList, TemperatureLogitsWarper, TopPLogitsWarper
+
+        self._activate()
+        self.model.eval()
+        tok = self.tokenizer
+        greedy = sp.greedy or sp.temperature <= 0
+        temp = 1.0 if greedy else float(sp.temperature)
+        pad = tok.pad_token_id
+        P = max(len(p) for p in prompt_ids)
+        ids = torch.full((len(prompt_ids), P), pad, dtype=torch.long)
+        attn = torch.zeros((len(prompt_ids), P), dtype=torch.long)
+        for r, p in enumerate(prompt_ids):
+            ids[r, P - len(p):] = torch.tensor(p, dtype=torch.long)
+            attn[r, P - len(p):] = 1
+        rec = _LogprobRecorder(temp)
+        procs = [rec]
+        if not greedy and temp != 1.0:
+            procs.append(TemperatureLogitsWarper(temp))
+        if not greedy and sp.top_p < 1.0:
+            procs.append(TopPLogitsWarper(float(sp.top_p)))
+        gc = GenerationConfig(do_sample=not greedy, temperature=1.0, top_p=1.0, top_k=0,
+                              max_new_tokens=int(sp.max_new_tokens), num_return_sequences=int(n),
+                              pad_token_id=pad, eos_token_id=tok.eos_token_id, return_dict_in_generate=True,
+                              stop_strings=list(sp.stop) if sp.stop else None)
+        torch.manual_seed(self.seed * 100003 + self.sample_calls)
+        self.sample_calls += 1
+        kw: dict[str, Any] = {"tokenizer": tok} if sp.stop else {}
+        res = self.model.generate(input_ids=ids.to(self.device), attention_mask=attn.to(self.device),
+                                  generation_config=gc, logits_processor=LogitsProcessorList(procs), **kw)
+        seqs = res.sequences.cpu()
+        new = seqs[:, P:]
+        lps = rec.finish(res.sequences, new.shape[1])
+        comps: list[Completion] = []
+        for r in range(seqs.shape[0]):
+            j = r // n
+            toks = new[r].tolist()
+            lp = lps[r].tolist()
+            cut, finish, stop_hit = len(toks), "length", None
+            if tok.eos_token_id in toks:
+                cut, finish = toks.index(tok.eos_token_id) + 1, "stop"
+            toks, lp = toks[:cut], lp[:cut]
+            text = tok.decode(toks, skip_special_tokens=True)
+            if sp.stop:
+                k, text2, stop_hit = _cut_at_stop(tok, toks, text, sp.stop)
+                if stop_hit is not None:
+                    toks, lp, text, finish = toks[:k], lp[:k], text2, "stop"
+            prompt_text = prompts[j] if prompts is not None else tok.decode(prompt_ids[j])
+            meta = {"temperature": temp, "top_p": 1.0 if greedy else float(sp.top_p), "chat_template": self.chat_template}
+            if stop_hit is not None:
+                meta["stop"] = stop_hit
+            comps.append(Completion(prompt=prompt_text, text=text, prompt_ids=list(prompt_ids[j]), token_ids=toks,
+                                    logprobs=lp, finish_reason=finish, policy_version=self.version, meta=meta))
+        return [comps[j * n:(j + 1) * n] for j in range(len(prompt_ids))]
+
+    # ------------------------------------------------------------------ learning
+    def _micro_tensors(self, batch: Sequence[Completion]):
+        pad = self.tokenizer.pad_token_id
+        seqs = [list(c.prompt_ids) + list(c.token_ids) for c in batch]
+        T = max(len(s) for s in seqs)
+        idx = torch.full((len(seqs), T), pad, dtype=torch.long)
+        attn = torch.zeros((len(seqs), T), dtype=torch.long)
+        mask = torch.zeros((len(seqs), T), dtype=torch.float32)
+        old = torch.zeros((len(seqs), T), dtype=torch.float32)
+        for r, c in enumerate(batch):
+            s = seqs[r]
+            idx[r, :len(s)] = torch.tensor(s, dtype=torch.long)
+            attn[r, :len(s)] = 1
+            P, L = len(c.prompt_ids), len(c.token_ids)
+            mask[r, P:P + L] = 1.0
+            old[r, P:P + L] = torch.tensor(list(c.logprobs)[:L] + [0.0] * max(0, L - len(c.logprobs)))
+        start = max(0, min(len(c.prompt_ids) for c in batch) - 1)  # first position that predicts a completion token
+        return idx, attn, mask[:, start + 1:], old[:, start + 1:], start
+
+    def _logprobs(self, idx, attn, start, temps, disable_adapter: bool = False, model=None) -> torch.Tensor:
+        from coevo.rl.grpo import token_logprobs
+
+        m = model if model is not None else self.model
+        dev = self.device
+        if disable_adapter and self.base is not None:
+            with m.disable_adapter():
+                logits = m(input_ids=idx.to(dev), attention_mask=attn.to(dev), use_cache=False).logits
+        else:
+            logits = m(input_ids=idx.to(dev), attention_mask=attn.to(dev), use_cache=False).logits
+        logits = logits[:, start:-1, :].float() / temps.to(dev)[:, None, None]
+        return token_logprobs(logits, idx[:, start + 1:].to(dev))
+
+    def forward_backward(self, batch: Sequence[Completion], advantages: Sequence[float],
+                         loss: LossConfig) -> dict[str, float]:
+        from coevo.rl.grpo import policy_loss
+
+        if len(batch) != len(advantages):
+            raise ValueError(f"{len(batch)} completions but {len(advantages)} advantages")
+        batch = [c for c in batch]
+        keep = [i for i, c in enumerate(batch) if len(c.token_ids) > 0]
+        if not keep:
+            return {"loss": 0.0, "n_seqs": 0.0, "n_tokens": 0.0}
+        batch = [batch[i] for i in keep]
+        adv_all = torch.tensor([float(advantages[i]) for i in keep], dtype=torch.float32)
+        self._activate()
+        self.model.train()
+        n_seq = len(batch)
+        n_tok = sum(len(c.token_ids) for c in batch)
+        cfg = loss if loss.max_len is not None else replace(loss, max_len=max(len(c.token_ids) for c in batch))
+        order = sorted(range(n_seq), key=lambda i: len(batch[i].prompt_ids) + len(batch[i].token_ids))
+        sums: dict[str, float] = {}
+        mismatch, mism_n = 0.0, 0
+        for k in range(0, n_seq, self.micro_batch):
+            sel = order[k:k + self.micro_batch]
+            mb = [batch[i] for i in sel]
+            idx, attn, mask, old, start = self._micro_tensors(mb)
+            temps = torch.tensor([float(c.meta.get("temperature", 1.0)) or 1.0 for c in mb])
+            lp = self._logprobs(idx, attn, start, temps)
+            mask, old = mask.to(lp.device), old.to(lp.device)
+            with torch.no_grad():
+                diff = ((lp.detach() - old).abs() * mask).sum()
+                mismatch += float(diff)
+                mism_n += int(mask.sum())
+            if self.old_logprobs == "current":
+                old = lp.detach()
+            ref = None
+            if cfg.kl_coef > 0:
+                with torch.no_grad():
+                    if self.base is not None:
+                        ref = self._logprobs(idx, attn, start, temps, disable_adapter=True)
+                    elif self.ref_model is not None:
+                        ref = self._logprobs(idx, attn, start, temps, model=self.ref_model)
+                    else:
+                        raise RuntimeError("kl_coef > 0 needs a reference: call set_reference() first")
+            dapo = cfg.aggregation == "dapo"
+            value, metrics = policy_loss(lp, old, adv_all[sel].to(lp.device), mask, cfg, ref_logprobs=ref,
+                                         num_active_tokens=n_tok if dapo else None)
+            # dapo is already normalised by the whole batch's tokens; the others are means over micro-batches
+            (value if dapo else value * (len(mb) / n_seq)).backward()
+            w = float(mask.sum()) / n_tok if dapo else len(mb) / n_seq  # metric weight
+            metrics = dict(metrics)
+            if dapo:
+                metrics["loss"] = float(value.detach()) / w if w > 0 else 0.0
+            for key, v in metrics.items():
+                sums[key] = sums.get(key, 0.0) + float(v) * w
+        sums["logprob_mismatch"] = mismatch / max(1, mism_n)
+        sums["n_seqs"], sums["n_tokens"] = float(n_seq), float(n_tok)
+        return sums
+
+    def optim_step(self) -> dict[str, float]:
+        params = list(self.trainable_params().values())
+        gn = torch.nn.utils.clip_grad_norm_(params, self.grad_clip) if params else torch.tensor(0.0)
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+        self.updates += 1
+        return {"grad_norm": float(gn)}
+
+    def set_reference(self) -> None:
+        """KL reference: the base model (adapter disabled) for LoRA roles, else a frozen copy."""
+        if self.base is None:
+            self.ref_model = copy.deepcopy(self.model).eval()
+            for p in self.ref_model.parameters():
+                p.requires_grad_(False)
+
+    # ------------------------------------------------------------------ state
+    def _key(self, k: str) -> str:
+        return k.replace(f".{self.adapter}.", ".{ADAPTER}.") if self.adapter else k
+
+    def state(self, with_optimizer: bool = True) -> dict:
+        st = {"name": self.name, "adapter": self.adapter, "updates": self.updates, "base_tag": self.base_tag,
+              "sample_calls": self.sample_calls,
+              "params": {self._key(k): p.detach().cpu().clone() for k, p in self.trainable_params().items()}}
+        if with_optimizer:
+            st["opt"] = self.opt.state_dict()
+        return st
+
+    def load_state(self, st: dict) -> None:
+        params = self.trainable_params()
+        by_key = {self._key(k): p for k, p in params.items()}
+        missing = [k for k in by_key if k not in st["params"]]
+        if missing:
+            raise ValueError(f"checkpoint lacks {len(missing)} parameters, e.g. {missing[0]}")
+        with torch.no_grad():
+            for k, p in by_key.items():
+                p.copy_(st["params"][k].to(p.device, p.dtype))
+        if "opt" in st:
+            self.opt.load_state_dict(st["opt"])
+        self.updates = int(st.get("updates", 0))
+        self.base_tag = st.get("base_tag", self.base_tag)
+        self.sample_calls = int(st.get("sample_calls", 0))
+
+    def save(self, path: str | Path) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        torch.save(self.state(), tmp)
+        tmp.replace(path)
+
+    def load(self, path: str | Path) -> None:
+        self.load_state(torch.load(path, map_location="cpu", weights_only=False))
+
+    def export_adapter(self, directory: str | Path) -> Path:
+        """Write this role's LoRA adapter in PEFT format (what vLLM's load_lora_adapter reads)."""
+        if self.base is None:
+            raise ValueError("export_adapter needs a LoRA role (mode 'lora'); full models are synced by restart")
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(str(directory), selected_adapters=[self.adapter])
+        sub = directory / self.adapter  # peft nests non-'default' adapters in a sub-directory
+        return sub if (sub / "adapter_config.json").is_file() else directory
+
+    def load_adapter_dir(self, directory: str | Path) -> None:
+        """Load PEFT adapter weights (as written by ``export_adapter``) into this role's adapter."""
+        from peft.utils import load_peft_weights, set_peft_model_state_dict
+
+        weights = load_peft_weights(str(directory), device=str(self.device))
+        set_peft_model_state_dict(self.model, weights, adapter_name=self.adapter)
+
+
+def _cut_at_stop(tok, toks: list[int], text: str, stops: Sequence[str]) -> tuple[int, str, str | None]:
+    """Earliest stop string in ``text``: (#tokens needed to produce it, text before it, the stop)."""
+    best, hit = None, None
+    for s in stops:
+        if not s:
+            continue
+        i = text.find(s)
+        if i >= 0 and (best is None or i < best):
+            best, hit = i, s
+    if hit is None:
+        return len(toks), text, None
+    need = best + len(hit)
+    lo, hi = 1, len(toks)
+    while lo < hi:  # smallest prefix whose decoded text contains the stop string
+        mid = (lo + hi) // 2
+        if len(tok.decode(toks[:mid], skip_special_tokens=True)) >= need:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo, text[:best], hit
+
+
+def n_params(model) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def perplexity_of(policy: HFPolicy, prompt: str, answer: str) -> float:
+    """exp(mean NLL) of ``answer`` after ``prompt`` (a quick sanity probe)."""
+    pids = policy.format_prompt(prompt)
+    aids = policy.tokenizer(answer, add_special_tokens=False)["input_ids"]
+    c = Completion(prompt=prompt, text=answer, prompt_ids=pids, token_ids=aids, logprobs=[0.0] * len(aids))
+    idx, attn, mask, _, start = policy._micro_tensors([c])
+    with torch.no_grad():
+        lp = policy._logprobs(idx, attn, start, torch.ones(1))
+    return math.exp(-float((lp.cpu() * mask).sum() / mask.sum()))

@@ -1,0 +1,235 @@
+"""OpenAI-compatible sampling backend: remote sampling, local HF training, LoRA weight sync.
+
+``OpenAIPolicy(trainer, servers=[...])`` implements the Policy contract:
+
+* ``sample`` sends one request per prompt (``n`` samples each) to one of the servers
+  (round-robin, concurrent), with retries and exponential back-off, failing over to the
+  next server.  ``endpoint='completions'`` sends the chat-templated prompt as *token
+  ids* (the trainer's tokenizer and template, so training sees exactly the sampled
+  context); ``endpoint='chat'`` sends ``messages`` and lets the server apply its
+  template (the prompt ids are then re-derived locally with the same template).
+  Either way we ask for ``logprobs`` and ``return_tokens_as_token_ids`` so every
+  Completion carries token ids and per-token log-probabilities from the server.
+* Every Completion records ``meta['served_model']`` (the ``model`` the server
+  answered with: the adapter name, which encodes the trainer version it was exported
+  from), ``meta['server']``, ``meta['attempts']`` and ``policy_version`` = the trainer
+  version the server is *known* to hold (it lags the trainer when a sync failed).
+* A request that still fails after all retries yields ``n`` Completions with
+  ``finish_reason='error'`` and ``meta['error']`` (the reason): data for the ledger,
+  never an exception that kills the run (``on_error='raise'`` raises ``ServerError``).
+* ``forward_backward`` runs on the local trainer (``HFPolicy``); ``optim_step`` then
+  exports the LoRA adapter (PEFT format) under ``adapter_dir/<role>-v<k>`` and asks
+  every server to load it (vLLM's ``POST /v1/load_lora_adapter`` with ``lora_name`` and
+  ``lora_path``), then unloads the previous one.  A new name per version avoids
+  relying on in-place reloads.  vLLM needs ``--enable-lora --max-lora-rank R
+  --max-loras 2*roles`` and ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``; the adapter path
+  must be readable by the server (shared disk).  See docs/real-models.md.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Sequence
+
+from coevo.backends.base import Completion, LossConfig, SamplingParams
+
+
+class ServerError(RuntimeError):
+    """A server request failed after every retry (message carries the reason)."""
+
+
+class OpenAIPolicy:
+    def __init__(self, trainer, servers: Sequence[str], endpoint: str = "completions",
+                 adapter_dir: str | Path | None = None, served_model: str | None = None,
+                 timeout_s: float = 300.0, retries: int = 3, backoff_s: float = 0.5, concurrency: int | None = None,
+                 on_error: str = "record", api_key: str | None = None) -> None:
+        import httpx
+
+        if endpoint not in ("completions", "chat"):
+            raise ValueError(f"endpoint must be 'completions' or 'chat', got {endpoint!r}")
+        if on_error not in ("record", "raise"):
+            raise ValueError(f"on_error must be 'record' or 'raise', got {on_error!r}")
+        if not servers:
+            raise ValueError("OpenAIPolicy needs at least one server URL")
+        if getattr(trainer, "adapter", None) is None:
+            raise ValueError("OpenAIPolicy syncs weights as LoRA adapters: the trainer must be a LoRA role "
+                             "(roles mode 'lora' or 'shared')")
+        self.trainer = trainer
+        self.name = trainer.name
+        self.servers = [s.rstrip("/") for s in servers]
+        self.endpoint = endpoint
+        self.adapter_dir = Path(adapter_dir) if adapter_dir else Path("adapters")
+        self.served_model = served_model
+        self.retries, self.backoff_s, self.on_error = int(retries), float(backoff_s), on_error
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.client = httpx.Client(timeout=timeout_s, headers=headers)
+        self.pool = ThreadPoolExecutor(max_workers=concurrency or max(4, 4 * len(self.servers)))
+        self._rr = itertools.count()
+        self._lock = threading.Lock()
+        self.lora_name: str | None = None  # adapter currently served
+        self.synced_version: str | None = None
+        self.errors: list[dict] = []  # every failed request / sync, with its reason
+        self.stats = {"requests": 0, "retries": 0, "failed": 0, "syncs": 0, "sync_failures": 0}
+
+    # ------------------------------------------------------------------ contract
+    @property
+    def version(self) -> str:
+        return self.trainer.version
+
+    def sample(self, prompts: Sequence[str], n: int, sampling: SamplingParams) -> list[list[Completion]]:
+        if self.synced_version != self.trainer.version:
+            self.sync()
+        futs = [self.pool.submit(self._sample_one, p, n, sampling) for p in prompts]
+        return [f.result() for f in futs]
+
+    def forward_backward(self, batch: Sequence[Completion], advantages: Sequence[float],
+                         loss: LossConfig) -> dict[str, float]:
+        return self.trainer.forward_backward(batch, advantages, loss)
+
+    def optim_step(self) -> dict[str, float]:
+        m = dict(self.trainer.optim_step())
+        m.update(self.sync())
+        return m
+
+    def save(self, path: str) -> None:
+        self.trainer.save(path)
+
+    def load(self, path: str) -> None:
+        self.trainer.load(path)
+        self.synced_version = None  # re-sync before the next sample
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False)
+        self.client.close()
+
+    # ------------------------------------------------------------------ weight sync
+    def sync(self) -> dict[str, float]:
+        """Export the trainer's adapter and (re)load it on every server; returns metrics."""
+        t0 = time.time()
+        version = self.trainer.version
+        name = f"{self.trainer.adapter}-v{self.trainer.updates}"
+        path = self.trainer.export_adapter(self.adapter_dir / name)
+        ok = True
+        for s in self.servers:
+            for old in ([name] if name == self.lora_name else []):  # same name again: unload first
+                self._post(s, "/v1/unload_lora_adapter", {"lora_name": old}, raise_for_status=False)
+            r = self._post(s, "/v1/load_lora_adapter", {"lora_name": name, "lora_path": str(Path(path).resolve())},
+                           raise_for_status=False)
+            if r is None or r.status_code != 200:
+                ok = False
+                reason = "unreachable" if r is None else f"HTTP {r.status_code}: {r.text[:200]}"
+                self.errors.append({"kind": "sync", "server": s, "lora_name": name, "reason": reason})
+        self.stats["syncs"] += 1
+        if ok:
+            prev, self.lora_name, self.synced_version = self.lora_name, name, version
+            if prev and prev != name:
+                for s in self.servers:
+                    self._post(s, "/v1/unload_lora_adapter", {"lora_name": prev}, raise_for_status=False)
+        else:
+            self.stats["sync_failures"] += 1
+        return {"sync_ok": float(ok), "sync_s": time.time() - t0}
+
+    def _post(self, server: str, route: str, body: dict, raise_for_status: bool = True):
+        try:
+            r = self.client.post(server + route, json=body)
+        except Exception:  # noqa: BLE001 - connection refused, timeout, ...
+            if raise_for_status:
+                raise
+            return None
+        if raise_for_status:
+            r.raise_for_status()
+        return r
+
+    # ------------------------------------------------------------------ requests
+    def _body(self, prompt: str, n: int, sp: SamplingParams) -> tuple[dict, list[int]]:
+        ids = self.trainer.format_prompt(prompt)
+        greedy = sp.greedy or sp.temperature <= 0
+        body: dict[str, Any] = {"model": self.lora_name or self.served_model, "n": n,
+                                "temperature": 0.0 if greedy else sp.temperature,
+                                "top_p": 1.0 if greedy else sp.top_p, "max_tokens": sp.max_new_tokens,
+                                "return_tokens_as_token_ids": True}
+        if sp.stop:
+            body["stop"] = list(sp.stop)
+        if self.endpoint == "completions":
+            body.update(prompt=ids, logprobs=1)
+        else:
+            msgs = ([{"role": "system", "content": self.trainer.system_prompt}] if self.trainer.system_prompt else [])
+            body.update(messages=msgs + [{"role": "user", "content": prompt}], logprobs=True, top_logprobs=0)
+        return body, ids
+
+    def _sample_one(self, prompt: str, n: int, sp: SamplingParams) -> list[Completion]:
+        body, ids = self._body(prompt, n, sp)
+        route = "/v1/completions" if self.endpoint == "completions" else "/v1/chat/completions"
+        start = next(self._rr)
+        reasons: list[str] = []
+        attempts = 0
+        for a in range(self.retries + 1):
+            server = self.servers[(start + a) % len(self.servers)]
+            attempts += 1
+            with self._lock:
+                self.stats["requests"] += 1
+                if a:
+                    self.stats["retries"] += 1
+            try:
+                r = self.client.post(server + route, json=body)
+                if r.status_code == 200:
+                    return self._parse(r.json(), prompt, ids, n, sp, server, attempts, reasons)
+                reasons.append(f"{server}: HTTP {r.status_code}: {r.text[:200]}")
+                if 400 <= r.status_code < 500 and r.status_code not in (408, 429):
+                    break  # the request itself is wrong: retrying will not help
+            except Exception as e:  # noqa: BLE001
+                reasons.append(f"{server}: {type(e).__name__}: {e}")
+            if a < self.retries:
+                time.sleep(self.backoff_s * (2 ** a))
+        reason = " | ".join(reasons)
+        with self._lock:
+            self.stats["failed"] += 1
+            self.errors.append({"kind": "sample", "prompt": prompt[:200], "reason": reason, "attempts": attempts})
+        if self.on_error == "raise":
+            raise ServerError(f"sampling failed after {attempts} attempts: {reason}")
+        temp = 1.0 if (sp.greedy or sp.temperature <= 0) else float(sp.temperature)
+        return [Completion(prompt=prompt, text="", prompt_ids=list(ids), token_ids=[], logprobs=[],
+                           finish_reason="error", policy_version=self.synced_version or self.version,
+                           meta={"error": reason, "attempts": attempts, "temperature": temp}) for _ in range(n)]
+
+    def _parse(self, resp: dict, prompt: str, ids: list[int], n: int, sp: SamplingParams, server: str,
+               attempts: int, reasons: list[str]) -> list[Completion]:
+        temp = 1.0 if (sp.greedy or sp.temperature <= 0) else float(sp.temperature)
+        out: list[Completion] = []
+        choices = sorted(resp.get("choices", []), key=lambda c: c.get("index", 0))
+        if len(choices) != n:
+            raise ServerError(f"{server} returned {len(choices)} choices, expected {n}")
+        for ch in choices:
+            lp = ch.get("logprobs") or {}
+            if self.endpoint == "completions":
+                toks, lps = lp.get("tokens") or [], lp.get("token_logprobs") or []
+                text = ch.get("text", "")
+            else:
+                content = lp.get("content") or []
+                toks, lps = [c["token"] for c in content], [c["logprob"] for c in content]
+                text = (ch.get("message") or {}).get("content") or ""
+            token_ids = [_token_id(t) for t in toks]
+            meta = {"temperature": temp, "top_p": 1.0 if (sp.greedy or sp.temperature <= 0) else float(sp.top_p),
+                    "served_model": resp.get("model"), "server": server, "attempts": attempts,
+                    "system_fingerprint": resp.get("system_fingerprint"), "endpoint": self.endpoint}
+            if reasons:
+                meta["retried_after"] = list(reasons)
+            if ch.get("stop_reason") is not None:
+                meta["stop"] = ch.get("stop_reason")
+            finish = ch.get("finish_reason") or "stop"
+            out.append(Completion(prompt=prompt, text=text, prompt_ids=list(ids), token_ids=token_ids,
+                                  logprobs=[float(x) for x in lps], finish_reason=finish if finish in ("stop", "length") else "stop",
+                                  policy_version=self.synced_version or self.version, meta=meta))
+        return out
+
+
+def _token_id(tok: str) -> int:
+    """vLLM's ``return_tokens_as_token_ids`` format: ``token_id:123``."""
+    if isinstance(tok, int):
+        return tok
+    if not str(tok).startswith("token_id:"):
+        raise ServerError(f"server did not return token ids (got {tok!r}); it must honour return_tokens_as_token_ids")
+    return int(str(tok).split(":", 1)[1])

@@ -1,0 +1,192 @@
+"""Deterministic pretraining of the tiny CPU policies shipped in ``coevo/assets``.
+
+* solver: ``<solve>EXPR=`` → value ``<eos>``, trained on a level mix skewed to easy
+  levels, so that it is reliable on L1–L2 and unreliable on a harder band (a frontier).
+* challenger: ``<propose>`` → ``<question>EXPR</question><eos>`` over all levels.
+* synthesizer: ``<synth>`` → question, a worked solution and a final answer; a fixed
+  share of the training answers is wrong in realistic ways (carry slip, off by ten,
+  sign slip), so wrong references exist for the validators to catch.
+
+Single-threaded torch and seeded generators make the result bit-for-bit
+reproducible; ``coevo pretrain`` regenerates the shipped files.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from coevo.backends.tiny import TinyConfig, TinyPolicy, n_params
+from coevo.backends.base import SamplingParams
+from coevo.worlds.arithmetic import LEVELS, evaluate, generate, format_question
+
+ROLES = ("solver", "challenger", "synthesizer")
+
+# per-role recipe: level mix, steps, batch, lr
+RECIPES = {
+    "solver": {"mix": {"L1": 0.30, "L2": 0.14, "L3": 0.30, "L4": 0.16, "L5": 0.10}, "steps": 1500, "batch": 128, "lr": 2e-3},
+    "challenger": {"mix": {lv: 0.2 for lv in LEVELS}, "steps": 400, "batch": 64, "lr": 2e-3},
+    "synthesizer": {"mix": {lv: 0.2 for lv in LEVELS}, "steps": 800, "batch": 64, "lr": 2e-3, "wrong_rate": 0.2},
+}
+
+
+class PretrainError(Exception):
+    pass
+
+
+def _pick_level(rng: random.Random, mix: dict[str, float]) -> str:
+    return rng.choices(list(mix), weights=list(mix.values()))[0]
+
+
+def solution_steps(expr: str) -> tuple[str, int]:
+    """A worked solution (multiplications first, then left to right) and the value."""
+    import re
+
+    toks = re.findall(r"\d+|[+\-*]", expr)
+    steps = []
+    # fold multiplications
+    out = [toks[0]]
+    i = 1
+    while i < len(toks):
+        op, val = toks[i], toks[i + 1]
+        if op == "*":
+            res = int(out[-1]) * int(val)
+            steps.append(f"{out[-1]}*{val}={res}")
+            out[-1] = str(res)
+        else:
+            out += [op, val]
+        i += 2
+    acc = int(out[0])
+    for j in range(1, len(out), 2):
+        op, v = out[j], int(out[j + 1])
+        new = acc + v if op == "+" else acc - v
+        steps.append(f"{acc}{op}{v}={new}")
+        acc = new
+    return ";".join(steps), acc
+
+
+def corrupt(value: int, rng: random.Random) -> int:
+    """A realistic wrong answer: carry slip (±10), off by one, or sign slip."""
+    kind = rng.choice(["carry", "carry", "one", "sign"])
+    if kind == "carry":
+        return value + rng.choice([-10, 10])
+    if kind == "one":
+        return value + rng.choice([-1, 1])
+    return -value if value != 0 else 1
+
+
+def example(role: str, rng: random.Random, mix: dict[str, float], wrong_rate: float = 0.0) -> tuple[str, str]:
+    """(prompt, target) for one training example of a role."""
+    expr = generate(_pick_level(rng, mix), rng)
+    if role == "solver":
+        return f"<solve>{expr}=", f"{evaluate(expr)}<eos>"
+    if role == "challenger":
+        return "<propose>", f"{format_question(expr)}<eos>"
+    sol, val = solution_steps(expr)
+    ans = val
+    if rng.random() < wrong_rate:
+        ans = corrupt(val, rng)
+        # the slip happens in the last step, so the solution still "ends" in the wrong value
+        head, _, _ = sol.rpartition("=")
+        sol = f"{head}={ans}"
+    return "<synth>", f"{format_question(expr)}<solution>{sol}</solution><answer>{ans}</answer><eos>"
+
+
+def _batch(pol: TinyPolicy, pairs: list[tuple[str, str]]):
+    tok = pol.tok
+    seqs, starts = [], []
+    for p, t in pairs:
+        pi, ti = tok.encode(p), tok.encode(t)
+        seqs.append(pi + ti)
+        starts.append(len(pi))
+    T = min(max(len(s) for s in seqs), pol.cfg.block_size)
+    idx = torch.full((len(seqs), T), tok.pad_id, dtype=torch.long)
+    mask = torch.zeros((len(seqs), T - 1))
+    for r, s in enumerate(seqs):
+        s = s[:T]
+        idx[r, :len(s)] = torch.tensor(s)
+        mask[r, starts[r] - 1:len(s) - 1] = 1.0
+    return idx, mask
+
+
+def train_role(role: str, seed: int = 0, steps: int | None = None, quiet: bool = True) -> TinyPolicy:
+    rec = RECIPES[role]
+    steps = rec["steps"] if steps is None else steps
+    torch.manual_seed(seed)
+    rng = random.Random(f"{role}-{seed}")
+    block = 96 if role == "synthesizer" else 48
+    pol = TinyPolicy(role, TinyConfig(vocab_size=31, block_size=block, n_layer=4, n_head=4, n_embd=128), seed=seed)
+    opt = torch.optim.AdamW(pol.model.parameters(), lr=rec["lr"], weight_decay=0.01, betas=(0.9, 0.99))
+    pol.model.train()
+    t0 = time.time()
+    for step in range(steps):
+        lr = rec["lr"] * min(1.0, (step + 1) / 100) * (0.1 + 0.9 * 0.5 * (1 + torch.cos(torch.tensor(step / max(steps, 1) * 3.14159)).item()))
+        for g in opt.param_groups:
+            g["lr"] = lr
+        pairs = [example(role, rng, rec["mix"], rec.get("wrong_rate", 0.0)) for _ in range(rec["batch"])]
+        idx, mask = _batch(pol, pairs)
+        attn = idx != pol.tok.pad_id
+        logits = pol.model(idx, attn)[:, :-1]
+        loss = (F.cross_entropy(logits.reshape(-1, logits.shape[-1]), idx[:, 1:].reshape(-1), reduction="none")
+                .view(mask.shape) * mask).sum() / mask.sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(pol.model.parameters(), 1.0)
+        opt.step()
+        if not quiet and (step % 200 == 0 or step == steps - 1):
+            print(f"[{role}] step {step:5d} loss {loss.item():.4f} ({time.time() - t0:.0f}s)", flush=True)
+    pol.base_tag = f"pretrained-{role}"
+    return pol
+
+
+def solver_accuracy(pol: TinyPolicy, n_per_level: int = 200, seed: int = 999) -> dict[str, float]:
+    """Greedy accuracy per level on fresh expressions (pretraining diagnostics)."""
+    rng = random.Random(seed)
+    acc = {}
+    for lv in LEVELS:
+        exprs = [generate(lv, rng) for _ in range(n_per_level)]
+        outs = pol.sample([f"<solve>{e}=" for e in exprs], 1, SamplingParams(greedy=True, max_new_tokens=8))
+        acc[lv] = sum(o[0].text.strip() == str(evaluate(e)) for o, e in zip(outs, exprs)) / n_per_level
+    return acc
+
+
+def state_digest(pol: TinyPolicy) -> str:
+    h = hashlib.sha256()
+    for k, v in sorted(pol.model.state_dict().items()):
+        h.update(k.encode())
+        h.update(v.detach().float().numpy().tobytes())
+    return h.hexdigest()
+
+
+def pretrain_roles(role: str, out: Path, steps: int | None = None, seed: int = 0, quiet: bool = False) -> dict:
+    roles = ROLES if role == "all" else (role,)
+    for r in roles:
+        if r not in ROLES:
+            raise PretrainError(f"unknown role {r!r}; expected one of {', '.join(ROLES)} or all")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    prev = torch.get_num_threads()
+    torch.set_num_threads(1)  # bit-for-bit reproducible across machines
+    info = {}
+    try:
+        for r in roles:
+            t0 = time.time()
+            pol = train_role(r, seed=seed, steps=steps, quiet=quiet)
+            st = pol.state(with_optimizer=False)
+            st.pop("gen", None)
+            path = out / f"{r}.pt"
+            torch.save(st, path)
+            entry = {"path": str(path), "params": n_params(pol.model), "sha256_state": state_digest(pol),
+                     "seconds": round(time.time() - t0, 1), "steps": steps or RECIPES[r]["steps"]}
+            if r == "solver":
+                entry["greedy_accuracy_by_level"] = solver_accuracy(pol)
+            info[r] = entry
+        (out / "pretrain_info.json").write_text(json.dumps(info, indent=2))
+    finally:
+        torch.set_num_threads(prev)
+    return info

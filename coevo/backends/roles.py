@@ -1,0 +1,125 @@
+"""How roles (challenger / solver / synthesizer ...) map onto backends.
+
+``make_role_policies(cfg) -> {role: Policy}`` takes a plain dict (so the pydantic
+config can pass ``model_dump()``):
+
+    {
+      "backend": "hf",                 # hf | openai (remote sampling, local HF training)
+      "model": "smollm2",              # smollm2 | tiny-llama | tiny-qwen2 | <HF directory>
+      "roles": ["challenger", "solver"],
+      "mode": "lora",                  # lora: two adapters on one base (one GPU)
+                                       # full: two independent full models
+                                       # shared: one policy for every role (R-Zero "Single")
+      "lora": {"r": 16, "alpha": 32, "dropout": 0.0, "target_modules": null},
+      "lr": 1e-5, "weight_decay": 0.0, "grad_clip": 1.0,
+      "micro_batch": 8, "sample_batch": 64,
+      "gradient_checkpointing": false, "dtype": "auto", "device": "cpu",
+      "chat_template": true, "system_prompt": null, "old_logprobs": "sampler",
+      "seed": 0, "cache_dir": null,    # smollm2 conversion cache
+      "servers": ["http://127.0.0.1:8000"], "endpoint": "completions",   # backend: openai
+      "adapter_dir": "runs/x/adapters", "served_model": null,
+    }
+
+With ``mode='shared'`` the returned dict maps every role to the *same* object, so a
+recipe that updates both roles updates one set of parameters twice per round.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+DEFAULTS: dict[str, Any] = {
+    "backend": "hf", "model": "smollm2", "roles": ["challenger", "solver"], "mode": "lora",
+    "lora": {"r": 16, "alpha": 32, "dropout": 0.0, "target_modules": None},
+    "lr": 1e-5, "weight_decay": 0.0, "grad_clip": 1.0, "micro_batch": 8, "sample_batch": 64,
+    "gradient_checkpointing": False, "dtype": "auto", "device": "cpu", "chat_template": True,
+    "system_prompt": None, "old_logprobs": "sampler", "seed": 0, "cache_dir": None,
+    "servers": [], "endpoint": "completions", "adapter_dir": None, "served_model": None,
+    "tiny": {"hidden": 64, "layers": 2, "heads": 4},
+}
+MODES = ("lora", "full", "shared")
+
+
+class RoleConfigError(ValueError):
+    """A bad role/backend option (message names the key)."""
+
+
+def load_base(cfg: dict):
+    """(model, tokenizer) for ``cfg['model']`` on ``cfg['device']`` in the chosen dtype; never downloads."""
+    import torch
+    from pathlib import Path
+
+    from coevo.backends.hf import make_char_tokenizer, pick_dtype, tiny_llama
+
+    name = str(cfg["model"])
+    device = str(cfg.get("device") or "cpu")
+    dtype = pick_dtype(cfg.get("dtype"), device)
+    if name == "smollm2":
+        from coevo.backends import smollm2
+
+        model, tok = smollm2.load_model(cfg.get("cache_dir"), dtype=dtype), smollm2.load_tokenizer(cfg.get("cache_dir"))
+    elif name in ("tiny-llama", "tiny-qwen2"):
+        t = {**DEFAULTS["tiny"], **(cfg.get("tiny") or {})}
+        tok = make_char_tokenizer()
+        model = tiny_llama(len(tok), hidden=int(t["hidden"]), layers=int(t["layers"]), heads=int(t["heads"]),
+                           seed=int(cfg.get("seed", 0)), arch="qwen2" if name == "tiny-qwen2" else "llama").to(dtype)
+    elif Path(name).is_dir():
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(name, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(name, dtype=dtype, local_files_only=True)
+    else:
+        raise RoleConfigError(f"model: {name!r} is not 'smollm2', 'tiny-llama', 'tiny-qwen2' or a local HF directory")
+    model.to(device)
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    torch.manual_seed(int(cfg.get("seed", 0)))
+    return model, tok
+
+
+def make_role_policies(cfg: dict | None = None, **overrides: Any) -> dict:
+    """Build one Policy per role from a plain dict (see module docstring)."""
+    from coevo.backends.hf import HFPolicy, SharedBase
+
+    c = {**DEFAULTS, **(cfg or {}), **overrides}
+    mode = c["mode"]
+    if mode not in MODES:
+        raise RoleConfigError(f"mode: must be one of {MODES}, got {mode!r}")
+    if c["backend"] not in ("hf", "openai"):
+        raise RoleConfigError(f"backend: must be 'hf' or 'openai', got {c['backend']!r}")
+    roles = list(c["roles"])
+    if not roles:
+        raise RoleConfigError("roles: empty")
+    kw = dict(lr=float(c["lr"]), weight_decay=float(c["weight_decay"]), grad_clip=float(c["grad_clip"]),
+              micro_batch=int(c["micro_batch"]), sample_batch=int(c["sample_batch"]),
+              chat_template=bool(c["chat_template"]), system_prompt=c["system_prompt"],
+              device=str(c["device"]), seed=int(c["seed"]), old_logprobs=str(c["old_logprobs"]),
+              base_tag=str(c["model"]).rstrip("/").split("/")[-1])
+    gc = bool(c["gradient_checkpointing"])
+    policies: dict = {}
+    if mode == "lora":
+        model, tok = load_base(c)
+        base = SharedBase(model, tok, lora=c["lora"], gradient_checkpointing=gc)
+        for r in roles:
+            policies[r] = HFPolicy(r, base=base, adapter=r, **kw)
+    elif mode == "full":
+        for i, r in enumerate(roles):
+            model, tok = load_base({**c, "seed": int(c["seed"]) + i})
+            policies[r] = HFPolicy(r, model=model, tokenizer=tok, gradient_checkpointing=gc, **kw)
+    else:  # shared: R-Zero "Single" ablation, one set of parameters for every role
+        model, tok = load_base(c)
+        base = SharedBase(model, tok, lora=c["lora"], gradient_checkpointing=gc)
+        shared = HFPolicy("shared", base=base, adapter="shared", **kw)
+        policies = {r: shared for r in roles}
+    if c["backend"] == "openai":
+        from coevo.backends.openai_server import OpenAIPolicy
+
+        if not c["servers"]:
+            raise RoleConfigError("servers: backend 'openai' needs at least one server URL")
+        wrapped: dict = {}
+        for r, p in policies.items():
+            key = id(p)
+            wrapped[r] = next((w for w in wrapped.values() if id(w.trainer) == key), None) or OpenAIPolicy(
+                p, servers=list(c["servers"]), endpoint=str(c["endpoint"]), adapter_dir=c["adapter_dir"],
+                served_model=c["served_model"])
+        policies = wrapped
+    return policies

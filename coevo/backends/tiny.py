@@ -1,0 +1,261 @@
+"""Tiny from-scratch transformer policy for CPU (nanoGPT-style), implementing Policy.
+
+A few hundred thousand parameters, a character tokenizer, left-padded batched
+sampling, and GRPO updates through ``coevo.rl.grpo``. Deterministic: every random
+draw comes from the policy's own ``torch.Generator``, whose state is saved with the
+weights and optimizer so a resumed run continues bit-for-bit.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Sequence
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from coevo.backends.base import Completion, LossConfig, SamplingParams
+from coevo.backends.tokenizer import CharTokenizer
+
+
+@dataclass
+class TinyConfig:
+    vocab_size: int = 31
+    block_size: int = 64
+    n_layer: int = 4
+    n_head: int = 4
+    n_embd: int = 128
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: TinyConfig) -> None:
+        super().__init__()
+        self.ln1 = nn.LayerNorm(cfg.n_embd)
+        self.attn = nn.Linear(cfg.n_embd, 3 * cfg.n_embd)
+        self.proj = nn.Linear(cfg.n_embd, cfg.n_embd)
+        self.ln2 = nn.LayerNorm(cfg.n_embd)
+        self.mlp = nn.Sequential(nn.Linear(cfg.n_embd, 4 * cfg.n_embd), nn.GELU(), nn.Linear(4 * cfg.n_embd, cfg.n_embd))
+        self.n_head = cfg.n_head
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        B, T, C = x.shape
+        q, k, v = self.attn(self.ln1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        x = x + self.proj(y.transpose(1, 2).reshape(B, T, C))
+        return x + self.mlp(self.ln2(x))
+
+
+class TinyGPT(nn.Module):
+    def __init__(self, cfg: TinyConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.wte = nn.Embedding(cfg.vocab_size, cfg.n_embd)
+        self.wpe = nn.Embedding(cfg.block_size, cfg.n_embd)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
+        self.ln_f = nn.LayerNorm(cfg.n_embd)
+        self.head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
+
+    def forward(self, idx: torch.Tensor, attn: torch.Tensor | None = None) -> torch.Tensor:
+        """idx [B,T]; attn [B,T] bool (True = real token; left padding allowed)."""
+        B, T = idx.shape
+        if attn is None:
+            attn = torch.ones_like(idx, dtype=torch.bool)
+        pos = (attn.long().cumsum(1) - 1).clamp(min=0)
+        x = self.wte(idx) + self.wpe(pos)
+        causal = torch.ones(T, T, dtype=torch.bool).tril()
+        mask = causal[None, None] & attn[:, None, None, :]
+        mask = mask | torch.eye(T, dtype=torch.bool)[None, None]  # pad rows attend to themselves
+        for blk in self.blocks:
+            x = blk(x, mask)
+        return self.head(self.ln_f(x))
+
+
+def n_params(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+class TinyPolicy:
+    """Policy contract over TinyGPT."""
+
+    def __init__(self, name: str, cfg: TinyConfig | None = None, lr: float = 1e-4, seed: int = 0,
+                 weight_decay: float = 0.0, grad_clip: float = 1.0) -> None:
+        self.name = name
+        self.tok = CharTokenizer()
+        self.cfg = cfg or TinyConfig(vocab_size=self.tok.vocab_size)
+        torch.manual_seed(seed)
+        self.model = TinyGPT(self.cfg)
+        self.lr, self.weight_decay, self.grad_clip = lr, weight_decay, grad_clip
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=lr, weight_decay=weight_decay, betas=(0.9, 0.99))
+        self.gen = torch.Generator().manual_seed(seed)
+        self.updates = 0
+        self.base_tag = "init"
+        self.ref_model: TinyGPT | None = None
+
+    # ------------------------------------------------------------------ contract
+    @property
+    def version(self) -> str:
+        return f"{self.name}:{self.base_tag}+{self.updates}"
+
+    @torch.no_grad()
+    def sample(self, prompts: Sequence[str], n: int, sampling: SamplingParams) -> list[list[Completion]]:
+        flat = [p for p in prompts for _ in range(n)]
+        outs: list[Completion] = []
+        bs = 1024
+        for i in range(0, len(flat), bs):
+            outs.extend(self._sample_batch(flat[i:i + bs], sampling))
+        return [outs[j * n:(j + 1) * n] for j in range(len(prompts))]
+
+    def _encode_left(self, seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        T = max(len(s) for s in seqs)
+        idx = torch.full((len(seqs), T), self.tok.pad_id, dtype=torch.long)
+        attn = torch.zeros((len(seqs), T), dtype=torch.bool)
+        for r, s in enumerate(seqs):
+            idx[r, T - len(s):] = torch.tensor(s, dtype=torch.long)
+            attn[r, T - len(s):] = True
+        return idx, attn
+
+    def _sample_batch(self, prompts: list[str], sp: SamplingParams) -> list[Completion]:
+        self.model.eval()
+        pids = [self.tok.encode(p) for p in prompts]
+        idx, attn = self._encode_left(pids)
+        B = idx.shape[0]
+        max_new = min(sp.max_new_tokens, self.cfg.block_size - idx.shape[1])
+        new_tokens = torch.full((B, max_new), self.tok.pad_id, dtype=torch.long)
+        new_lp = torch.zeros((B, max_new))
+        done = torch.zeros(B, dtype=torch.bool)
+        lengths = torch.full((B,), max_new, dtype=torch.long)
+        for t in range(max_new):
+            logits = self.model(idx, attn)[:, -1, :].float()
+            if sp.greedy or sp.temperature <= 0:
+                logp = F.log_softmax(logits, -1)
+                nxt = logits.argmax(-1)
+            else:
+                logp = F.log_softmax(logits / sp.temperature, -1)
+                probs = logp.exp()
+                if sp.top_p < 1.0:
+                    sp_, si = probs.sort(-1, descending=True)
+                    keep = sp_.cumsum(-1) - sp_ < sp.top_p
+                    sp_ = sp_ * keep
+                    probs = torch.zeros_like(probs).scatter(-1, si, sp_)
+                nxt = torch.multinomial(probs, 1, generator=self.gen).squeeze(-1)
+            nxt = torch.where(done, torch.full_like(nxt, self.tok.pad_id), nxt)
+            new_tokens[:, t] = nxt
+            new_lp[:, t] = torch.where(done, torch.zeros(B), logp.gather(-1, nxt[:, None]).squeeze(-1))
+            just = (~done) & (nxt == self.tok.eos_id)
+            lengths = torch.where(just, torch.full_like(lengths, t + 1), lengths)
+            done = done | just
+            idx = torch.cat([idx, nxt[:, None]], 1)
+            attn = torch.cat([attn, torch.ones(B, 1, dtype=torch.bool)], 1)
+            if bool(done.all()):
+                break
+        out = []
+        for r in range(B):
+            L = int(lengths[r])
+            ids = new_tokens[r, :L].tolist()
+            fin = "stop" if ids and ids[-1] == self.tok.eos_id else "length"
+            out.append(Completion(prompt=prompts[r], text=self.tok.decode(ids), prompt_ids=pids[r], token_ids=ids,
+                                  logprobs=new_lp[r, :L].tolist(), finish_reason=fin, policy_version=self.version,
+                                  meta={"temperature": 0.0 if sp.greedy else sp.temperature}))
+        return out
+
+    def _batch_tensors(self, batch: Sequence[Completion]):
+        seqs = [c.prompt_ids + c.token_ids for c in batch]
+        T = max(len(s) for s in seqs)
+        idx = torch.full((len(seqs), T), self.tok.pad_id, dtype=torch.long)
+        comp_mask = torch.zeros((len(seqs), T), dtype=torch.bool)
+        attn = torch.zeros((len(seqs), T), dtype=torch.bool)
+        old = torch.zeros((len(seqs), T))
+        for r, c in enumerate(batch):
+            s = seqs[r]
+            idx[r, :len(s)] = torch.tensor(s)
+            attn[r, :len(s)] = True
+            P, L = len(c.prompt_ids), len(c.token_ids)
+            comp_mask[r, P:P + L] = True
+            old[r, P:P + L] = torch.tensor(c.logprobs)
+        # position t predicts token t+1
+        return idx, attn, comp_mask[:, 1:], old[:, 1:]
+
+    def _token_logprobs(self, model: TinyGPT, idx, attn, temps) -> torch.Tensor:
+        from coevo.rl.grpo import token_logprobs
+
+        logits = model(idx, attn)[:, :-1, :] / temps[:, None, None]
+        return token_logprobs(logits, idx[:, 1:])
+
+    def forward_backward(self, batch: Sequence[Completion], advantages: Sequence[float], loss: LossConfig) -> dict:
+        from coevo.rl.grpo import policy_loss
+
+        self.model.train()
+        idx, attn, mask, old = self._batch_tensors(batch)
+        temps = torch.tensor([max(c.meta.get("temperature", 1.0), 1e-6) or 1.0 for c in batch])
+        lp = self._token_logprobs(self.model, idx, attn, temps)
+        ref = None
+        if loss.kl_coef > 0:
+            if self.ref_model is None:
+                raise RuntimeError("kl_coef > 0 needs a reference model: call set_reference() first")
+            with torch.no_grad():
+                ref = self._token_logprobs(self.ref_model, idx, attn, temps)
+        adv = torch.tensor(list(advantages), dtype=torch.float32)
+        value, metrics = policy_loss(lp, old, adv, mask.float(), loss, ref_logprobs=ref)
+        value.backward()
+        return {k: float(v) for k, v in metrics.items()}
+
+    def optim_step(self) -> dict:
+        gn = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+        self.updates += 1
+        return {"grad_norm": float(gn)}
+
+    def set_reference(self) -> None:
+        """Freeze a copy of the current weights as the KL reference."""
+        self.ref_model = TinyGPT(self.cfg)
+        self.ref_model.load_state_dict(self.model.state_dict())
+        self.ref_model.eval()
+
+    # ------------------------------------------------------------------ state
+    def state(self, with_optimizer: bool = True) -> dict:
+        st = {"name": self.name, "cfg": asdict(self.cfg), "model": self.model.state_dict(), "updates": self.updates,
+              "base_tag": self.base_tag, "gen": self.gen.get_state()}
+        if with_optimizer:
+            st["opt"] = self.opt.state_dict()
+            if self.ref_model is not None:
+                st["ref_model"] = self.ref_model.state_dict()
+        return st
+
+    def load_state(self, st: dict) -> None:
+        self.cfg = TinyConfig(**st["cfg"])
+        if self.model.state_dict()["wte.weight"].shape != st["model"]["wte.weight"].shape:
+            self.model = TinyGPT(self.cfg)
+        self.model.load_state_dict({k: v.float() for k, v in st["model"].items()})
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=self.lr, weight_decay=self.weight_decay, betas=(0.9, 0.99))
+        if "opt" in st:
+            self.opt.load_state_dict(st["opt"])
+        if "ref_model" in st:
+            self.ref_model = TinyGPT(self.cfg)
+            self.ref_model.load_state_dict(st["ref_model"])
+        self.updates = st.get("updates", 0)
+        self.base_tag = st.get("base_tag", "init")
+        if "gen" in st:
+            self.gen.set_state(st["gen"])
+
+    def save(self, path: str | Path) -> None:
+        path = Path(path)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        torch.save(self.state(), tmp)
+        tmp.replace(path)
+
+    def load(self, path: str | Path) -> None:
+        self.load_state(torch.load(path, map_location="cpu", weights_only=False))
+
+    @classmethod
+    def from_checkpoint(cls, name: str, path: str | Path, lr: float = 1e-4, seed: int = 0) -> "TinyPolicy":
+        st = torch.load(path, map_location="cpu", weights_only=False)
+        pol = cls(name, TinyConfig(**st["cfg"]), lr=lr, seed=seed)
+        st = {k: v for k, v in st.items() if k not in ("opt", "gen", "updates")}
+        pol.load_state(st)
+        pol.base_tag = st.get("base_tag", Path(path).stem)
+        pol.gen.manual_seed(seed)
+        return pol

@@ -1,0 +1,38 @@
+"""Ledger schema: append-only tables keyed by run / round / step / task / rollout ids.
+
+Every row carries the versions that produced it (policy checkpoint version, prompt
+version, verifier kind + version). Column types are DuckDB types.
+"""
+from __future__ import annotations
+
+TABLES: dict[str, list[tuple[str, str]]] = {
+    "runs": [("run_id", "VARCHAR"), ("created_at", "DOUBLE"), ("recipe", "VARCHAR"), ("world", "VARCHAR"),
+             ("seed", "BIGINT"), ("config_yaml", "VARCHAR"), ("coevo_version", "VARCHAR")],
+    # one row per completed step: the commit marker of that step's rows
+    "steps": [("run_id", "VARCHAR"), ("step", "BIGINT"), ("round", "BIGINT"), ("phase", "VARCHAR"),
+              ("phase_step", "BIGINT"), ("completed_at", "DOUBLE"), ("seconds", "DOUBLE"),
+              ("proposer_version", "VARCHAR"), ("solver_version", "VARCHAR"), ("metrics_json", "VARCHAR")],
+    "rounds": [("run_id", "VARCHAR"), ("round", "BIGINT"), ("step", "BIGINT"), ("summary_json", "VARCHAR")],
+    "tasks": [("run_id", "VARCHAR"), ("task_id", "VARCHAR"), ("round", "BIGINT"), ("step", "BIGINT"),
+              ("source", "VARCHAR"), ("proposer_version", "VARCHAR"), ("prompt_version", "VARCHAR"),
+              ("raw_text", "VARCHAR"), ("question", "VARCHAR"), ("parse_ok", "BOOLEAN"), ("parse_reason", "VARCHAR"),
+              ("difficulty", "VARCHAR"), ("reference", "VARCHAR"), ("oracle_answer", "VARCHAR"),
+              ("pseudo_label", "VARCHAR"), ("p_hat", "DOUBLE"), ("kept", "BOOLEAN"), ("meta_json", "VARCHAR")],
+    "rollouts": [("run_id", "VARCHAR"), ("rollout_id", "VARCHAR"), ("task_id", "VARCHAR"), ("round", "BIGINT"),
+                 ("step", "BIGINT"), ("role", "VARCHAR"), ("purpose", "VARCHAR"), ("group_idx", "BIGINT"),
+                 ("policy_version", "VARCHAR"), ("text", "VARCHAR"), ("answer", "VARCHAR"), ("n_tokens", "BIGINT"),
+                 ("finish_reason", "VARCHAR")],
+    "verdicts": [("run_id", "VARCHAR"), ("rollout_id", "VARCHAR"), ("task_id", "VARCHAR"), ("step", "BIGINT"),
+                 ("target", "VARCHAR"), ("verifier_kind", "VARCHAR"), ("verifier_version", "VARCHAR"),
+                 ("criterion_id", "VARCHAR"), ("value", "INTEGER"), ("reason", "VARCHAR"), ("elapsed_s", "DOUBLE")],
+    "rewards": [("run_id", "VARCHAR"), ("step", "BIGINT"), ("role", "VARCHAR"), ("item_id", "VARCHAR"),
+                ("task_id", "VARCHAR"), ("reward", "DOUBLE"), ("advantage", "DOUBLE"), ("components_json", "VARCHAR")],
+    "updates": [("run_id", "VARCHAR"), ("step", "BIGINT"), ("role", "VARCHAR"), ("version_before", "VARCHAR"),
+                ("version_after", "VARCHAR"), ("n_sequences", "BIGINT"), ("metrics_json", "VARCHAR")],
+    "evals": [("run_id", "VARCHAR"), ("round", "BIGINT"), ("step", "BIGINT"), ("task_id", "VARCHAR"),
+              ("difficulty", "VARCHAR"), ("policy_version", "VARCHAR"), ("mode", "VARCHAR"), ("answer", "VARCHAR"),
+              ("correct", "DOUBLE")],
+    "probes": [("run_id", "VARCHAR"), ("step", "BIGINT"), ("probe_id", "VARCHAR"), ("kind", "VARCHAR"),
+               ("verifier_kind", "VARCHAR"), ("value", "INTEGER"), ("reason", "VARCHAR")],
+    "verdict_cache": [("key", "VARCHAR"), ("row_json", "VARCHAR")],
+}

@@ -1,0 +1,132 @@
+"""The ledger: DuckDB, append-only. The only module in coevo that speaks SQL.
+
+Rows of one step are appended inside one transaction together with that step's
+``steps`` marker row, so a crash (even SIGKILL) leaves either the whole step or none
+of it; ``last_completed_step`` is the resume point.
+"""
+from __future__ import annotations
+
+import json
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import duckdb
+import pyarrow as pa
+
+from coevo.ledger.schema import TABLES
+
+_PA = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "INTEGER": pa.int32(), "DOUBLE": pa.float64(),
+       "BOOLEAN": pa.bool_()}
+
+
+class LedgerError(Exception):
+    pass
+
+
+class Ledger:
+    def __init__(self, path: str | Path, read_only: bool = False) -> None:
+        self.path = Path(path)
+        if read_only and not self.path.exists():
+            raise LedgerError(f"no ledger at {self.path}")
+        try:
+            self.con = duckdb.connect(str(self.path), read_only=read_only)
+        except duckdb.Error as e:
+            raise LedgerError(f"cannot open ledger {self.path}: {e}") from None
+        self._in_tx = False
+        if not read_only:
+            for name, cols in TABLES.items():
+                coldefs = ", ".join(f"{c} {t}" for c, t in cols)
+                self.con.execute(f"CREATE TABLE IF NOT EXISTS {name} ({coldefs})")
+
+    # ------------------------------------------------------------------ writes
+    def append(self, table: str, rows: Iterable[dict[str, Any]]) -> int:
+        rows = list(rows)
+        if not rows:
+            return 0
+        cols = TABLES[table]
+        schema = pa.schema([(c, _PA[t]) for c, t in cols])
+        data = {c: [r.get(c) for r in rows] for c, _ in cols}
+        for c, t in cols:
+            if t == "VARCHAR":
+                data[c] = [v if v is None or isinstance(v, str) else json.dumps(v, default=float) for v in data[c]]
+        tbl = pa.Table.from_pydict(data, schema=schema)  # noqa: F841 (used by SQL below)
+        self.con.execute(f"INSERT INTO {table} SELECT * FROM tbl")
+        return len(rows)
+
+    @contextmanager
+    def step(self, run_id: str, step: int, round_: int, phase: str, phase_step: int,
+             versions: tuple[str, str] = ("", "")) -> Iterator["StepWriter"]:
+        """All rows of one step, committed atomically with the step marker."""
+        writer = StepWriter()
+        t0 = time.time()
+        yield writer
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            for table, rows in writer.rows.items():
+                self.append(table, rows)
+            self.append("steps", [{"run_id": run_id, "step": step, "round": round_, "phase": phase,
+                                   "phase_step": phase_step, "completed_at": time.time(), "seconds": time.time() - t0,
+                                   "proposer_version": (writer.versions or versions)[0],
+                                   "solver_version": (writer.versions or versions)[1],
+                                   "metrics_json": json.dumps(writer.metrics, default=float)}])
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("CHECKPOINT")
+
+    # ------------------------------------------------------------------ reads
+    def last_completed_step(self, run_id: str) -> int:
+        r = self.con.execute("SELECT max(step) FROM steps WHERE run_id = ?", [run_id]).fetchone()
+        return -1 if r is None or r[0] is None else int(r[0])
+
+    def query(self, sql: str, params: list | None = None) -> list[dict]:
+        cur = self.con.execute(sql, params or [])
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row)) for row in cur.fetchall()]
+
+    def columns(self, sql: str, params: list | None = None) -> dict[str, list]:
+        cur = self.con.execute(sql, params or [])
+        names = [d[0] for d in cur.description]
+        rows = cur.fetchall()
+        return {n: [r[i] for r in rows] for i, n in enumerate(names)}
+
+    def count(self, table: str, run_id: str | None = None) -> int:
+        if table not in TABLES:
+            raise LedgerError(f"unknown table {table}")
+        if run_id is None:
+            return int(self.con.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+        return int(self.con.execute(f"SELECT count(*) FROM {table} WHERE run_id = ?", [run_id]).fetchone()[0])
+
+    # ------------------------------------------------------------------ verdict cache store (coevo.verify.cache protocol)
+    def get_many(self, keys: list[str]) -> dict[str, dict]:
+        if not keys:
+            return {}
+        tbl = pa.table({"key": pa.array(keys, pa.string())})  # noqa: F841
+        rows = self.con.execute("SELECT c.key, c.row_json FROM verdict_cache c JOIN tbl USING (key)").fetchall()
+        return {k: json.loads(v) for k, v in rows}
+
+    def put_many(self, rows: list[dict]) -> None:
+        self.append("verdict_cache", [{"key": r["key"], "row_json": json.dumps(r, default=float)} for r in rows])
+
+    def close(self) -> None:
+        try:
+            self.con.close()
+        except duckdb.Error:
+            pass
+
+
+class StepWriter:
+    """Collects a step's rows in memory; the ledger writes them in one transaction."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, list[dict]] = {}
+        self.metrics: dict[str, Any] = {}
+        self.versions: tuple[str, str] | None = None  # (proposer, solver) after the step
+
+    def add(self, table: str, rows: Iterable[dict]) -> None:
+        if table not in TABLES:
+            raise LedgerError(f"unknown table {table}")
+        self.rows.setdefault(table, []).extend(rows)

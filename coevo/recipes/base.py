@@ -1,0 +1,66 @@
+"""What every recipe provides to the runner, and the stages recipes share."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from coevo.backends.base import LossConfig, SamplingParams
+from coevo.config import RunConfig
+from coevo.ledger.store import StepWriter
+from coevo.worlds.base import Task, World
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    step: int  # global step index (0 = initial evaluation)
+    round: int
+    phase: str  # eval | challenger | dataset | solver | ...
+    phase_step: int
+
+
+def loss_config(cfg: RunConfig) -> LossConfig:
+    l = cfg.loss
+    return LossConfig(clip_eps=l.clip_eps, clip_eps_high=l.clip_eps_high, aggregation=l.aggregation,
+                      kl_coef=l.kl_coef)
+
+
+def sampling_params(cfg: RunConfig, max_new_tokens: int | None = None) -> SamplingParams:
+    s = cfg.sampling
+    return SamplingParams(temperature=s.temperature, top_p=s.top_p,
+                          max_new_tokens=max_new_tokens or s.max_new_tokens)
+
+
+def evaluate_solver(solver, world: World, tasks: Sequence[Task], run_id: str, round_: int, step: int,
+                    writer: StepWriter, greedy: bool = True, samples: int = 0,
+                    sampling: SamplingParams | None = None) -> dict:
+    """Oracle accuracy of the solver on the held-out set, by difficulty; rows to ``evals``."""
+    rows, acc = [], {}
+    modes = []
+    if greedy:
+        modes.append(("greedy", 1, SamplingParams(greedy=True, max_new_tokens=(sampling.max_new_tokens if sampling else 24))))
+    if samples > 0 and sampling is not None:
+        modes.append((f"mean@{samples}", samples, sampling))
+    for mode, n, sp in modes:
+        outs = solver.sample([world.solver_prompt(t) for t in tasks], n, sp)
+        by: dict[str, list[float]] = {}
+        for t, comps in zip(tasks, outs):
+            truth = t.reference if t.reference is not None else world.oracle(t)
+            answers = [world.extract_answer(c.text) for c in comps]
+            score = float(np.mean([world.equivalent(a, truth) for a in answers]))
+            d = t.meta.get("difficulty", "all")
+            by.setdefault(d, []).append(score)
+            rows.append({"run_id": run_id, "round": round_, "step": step, "task_id": t.task_id, "difficulty": d,
+                         "policy_version": comps[0].policy_version, "mode": mode, "answer": answers[0],
+                         "correct": score})
+        all_scores = [s for v in by.values() for s in v]
+        acc[mode] = {"overall": float(np.mean(all_scores)),
+                     "by_difficulty": {d: float(np.mean(v)) for d, v in sorted(by.items())}}
+    writer.add("evals", rows)
+    return acc
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, default=float, sort_keys=True)

@@ -1,0 +1,285 @@
+"""Run orchestration: build world, policies and recipe; step through the plan with
+atomic ledger commits and per-step state files; resume; summary, table and report.
+
+Crash safety: for step s the runner (1) runs it, collecting rows in memory, (2) writes
+``state/step-s.pt`` (policies, optimizers, generators, recipe state) atomically, and
+(3) commits the step's rows and its ``steps`` marker in one DuckDB transaction. The
+ledger's last completed step is the resume point; a state file without its commit is
+simply overwritten when the step is re-run. Same seed ⇒ same numbers, resumed or not.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+
+import torch
+
+from coevo import __version__
+from coevo.config import ConfigError, RunConfig, build_config, dump_config
+from coevo.ledger import views
+from coevo.ledger.store import Ledger
+
+ASSETS = Path(__file__).parent / "assets"
+
+
+class RunError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------- factories
+def make_world(cfg: RunConfig):
+    if cfg.world.name == "arithmetic":
+        from coevo.worlds.arithmetic import ArithmeticWorld
+
+        return ArithmeticWorld(eval_per_level=cfg.world.eval_per_level, eval_seed=cfg.world.eval_seed)
+    if cfg.world.name == "math":
+        try:
+            from coevo.worlds.math import MathWorld
+        except ImportError as e:  # pragma: no cover
+            raise RunError(f"math world unavailable: {e}") from None
+        return MathWorld.from_config(cfg)
+    raise RunError(f"unknown world {cfg.world.name}")
+
+
+def _tiny(role: str, ckpt: str | None, lr: float, seed: int, grad_clip: float):
+    from coevo.backends.tiny import TinyPolicy
+
+    path = Path(ckpt) if ckpt else ASSETS / f"{role}.pt"
+    if not path.is_file():
+        raise RunError(f"checkpoint not found: {path} (run `coevo pretrain` to create the tiny checkpoints)")
+    pol = TinyPolicy.from_checkpoint(role, path, lr=lr, seed=seed)
+    pol.grad_clip = grad_clip
+    return pol
+
+
+def make_policies(cfg: RunConfig) -> dict:
+    b = cfg.backend
+    proposer = "synthesizer" if cfg.recipe in ("synco", "rgbc") else "challenger"
+    if b.kind == "tiny":
+        prop_ckpt = b.synthesizer_checkpoint if proposer == "synthesizer" else b.challenger_checkpoint
+        if b.roles == "shared":
+            pol = _tiny("shared", b.solver_checkpoint, b.lr_solver, cfg.seed, b.grad_clip)
+            pol.name = "shared"
+            pols = {"solver": pol, proposer: pol}
+        elif b.roles == "separate":
+            pols = {"solver": _tiny("solver", b.solver_checkpoint, b.lr_solver, cfg.seed, b.grad_clip),
+                    proposer: _tiny(proposer, prop_ckpt, b.lr_challenger, cfg.seed + 1, b.grad_clip)}
+        else:
+            raise RunError("backend.roles=lora needs backend.kind=hf")
+    else:
+        try:
+            from coevo.backends.roles import make_role_policies
+        except ImportError as e:
+            raise RunError(f"backend {b.kind!r} unavailable: {e}") from None
+        pols = make_role_policies(cfg, roles=("solver", proposer))
+    if cfg.loss.kl_coef > 0:
+        for p in {id(p): p for p in pols.values()}.values():
+            if hasattr(p, "set_reference"):
+                p.set_reference()
+    return pols
+
+
+def make_recipe(cfg: RunConfig, world, policies, run_id: str, verifier):
+    if cfg.recipe == "rzero":
+        from coevo.recipes.rzero import RZeroRecipe
+
+        return RZeroRecipe(cfg, world, policies, run_id, verifier)
+    try:
+        from coevo.recipes.rgbc import RGBCRecipe
+    except ImportError as e:
+        raise RunError(f"recipe {cfg.recipe!r} is not available in this build: {e}") from None
+    return RGBCRecipe(cfg, world, policies, run_id, verifier)
+
+
+# ---------------------------------------------------------------------- state files
+def _save_state(run_dir: Path, step: int, policies: dict, recipe) -> None:
+    sd = run_dir / "state"
+    sd.mkdir(exist_ok=True)
+    uniq = {}
+    for role, p in policies.items():
+        uniq.setdefault(id(p), (role, p))
+    st = {"step": step, "policies": {role: p.state() for role, p in uniq.values()},
+          "aliases": {role: uniq[id(p)][0] for role, p in policies.items()}, "recipe": recipe.state_dict()}
+    tmp = sd / f"step-{step}.pt.tmp"
+    torch.save(st, tmp)
+    os.replace(tmp, sd / f"step-{step}.pt")
+
+
+def _load_state(run_dir: Path, step: int, policies: dict, recipe) -> None:
+    path = run_dir / "state" / f"step-{step}.pt"
+    if not path.is_file():
+        raise RunError(f"cannot resume: state file for completed step {step} is missing ({path})")
+    st = torch.load(path, map_location="cpu", weights_only=False)
+    for role, p in policies.items():
+        p.load_state(st["policies"][st["aliases"][role]])
+    recipe.load_state_dict(st["recipe"])
+
+
+def _prune_states(run_dir: Path, keep_from: int) -> None:
+    for f in (run_dir / "state").glob("step-*.pt"):
+        try:
+            if int(f.stem.split("-")[1]) < keep_from:
+                f.unlink()
+        except (ValueError, IndexError):
+            pass
+
+
+# ---------------------------------------------------------------------- running
+def _new_run_dir(cfg: RunConfig, out: Path | None) -> Path:
+    if out is None:
+        out = Path(cfg.out_root) / f"{cfg.recipe}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if out.exists() and any(out.iterdir()):
+        raise RunError(f"run directory {out} exists and is not empty (use --resume {out} to continue it)")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def run_from_config(cfg: RunConfig, out: Path | None = None, quiet: bool = False) -> Path:
+    run_dir = _new_run_dir(cfg, out)
+    (run_dir / "config.yaml").write_text(dump_config(cfg))
+    _execute(cfg, run_dir, fresh=True, quiet=quiet)
+    return run_dir
+
+
+def resume_run(run_dir: Path, quiet: bool = False) -> Path:
+    import yaml
+
+    cfg_path = run_dir / "config.yaml"
+    if not cfg_path.is_file():
+        raise RunError(f"{run_dir} is not a coevo run directory (no config.yaml)")
+    try:
+        cfg = build_config(yaml.safe_load(cfg_path.read_text()))
+    except ConfigError as e:
+        raise RunError(f"{cfg_path}: {e}") from None
+    _execute(cfg, run_dir, fresh=not (run_dir / "ledger.duckdb").exists(), quiet=quiet)
+    return run_dir
+
+
+def _execute(cfg: RunConfig, run_dir: Path, fresh: bool, quiet: bool) -> None:
+    from coevo.stages.equivalence import WorldEquivalence
+
+    torch.set_num_threads(cfg.backend.threads)
+    run_id = run_dir.resolve().name
+    world = make_world(cfg)
+    policies = make_policies(cfg)
+    led = Ledger(run_dir / "ledger.duckdb")
+    pool = None
+    try:
+        if led.count("runs") == 0:
+            led.append("runs", [{"run_id": run_id, "created_at": time.time(), "recipe": cfg.recipe,
+                                 "world": world.name, "seed": cfg.seed, "config_yaml": dump_config(cfg),
+                                 "coevo_version": __version__}])
+        else:
+            run_id = views.run_info(led)["run_id"]
+        if cfg.verify.workers > 0:
+            from coevo.verify.pool import VerifierPool
+
+            pool = VerifierPool(workers=cfg.verify.workers, timeout_s=cfg.verify.timeout_s)
+        verifier = WorldEquivalence(world, pool)
+        recipe = make_recipe(cfg, world, policies, run_id, verifier)
+        plan = recipe.plan()
+        last = led.last_completed_step(run_id)
+        if last >= 0:
+            _load_state(run_dir, last, policies, recipe)
+        todo = [s for s in plan if s.step > last]
+        _loop(cfg, run_dir, led, run_id, recipe, policies, todo, len(plan), quiet)
+        summary = build_summary(led, run_id, cfg)
+        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    finally:
+        if pool is not None:
+            pool.close()
+        led.close()
+    try:
+        from coevo.report.html import write_report
+
+        write_report(run_dir)
+    except Exception as e:  # the run's data is safe in the ledger; say what failed
+        print(f"warning: report not written: {e!r}")
+    if not quiet:
+        print_round_table(summary, run_dir)
+
+
+def _loop(cfg, run_dir, led, run_id, recipe, policies, todo, total, quiet) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    prop = next(p for r, p in policies.items() if r != "solver")
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.fields[info]}"), disable=quiet, transient=False) as bar:
+        task = bar.add_task("coevo", total=total, completed=total - len(todo), info="")
+        for spec in todo:
+            bar.update(task, description=f"round {spec.round} {spec.phase} {spec.phase_step + 1}")
+            with led.step(run_id, spec.step, spec.round, spec.phase, spec.phase_step) as w:
+                metrics = recipe.run_step(spec, w)
+                w.metrics = metrics
+                w.versions = (prop.version, policies["solver"].version)
+                _save_state(run_dir, spec.step, policies, recipe)
+            _prune_states(run_dir, spec.step)
+            if spec.phase == "eval" and spec.round > 0:
+                ck = run_dir / "checkpoints" / f"round-{spec.round}"
+                ck.mkdir(parents=True, exist_ok=True)
+                for role, p in policies.items():
+                    p.save(ck / f"{role}.pt")
+            bar.update(task, advance=1, info=_short(metrics))
+
+
+def _short(m: dict) -> str:
+    for k in ("challenger_reward_mean", "solver_reward_mean", "kept_fraction"):
+        if k in m and m[k] is not None:
+            return f"{k}={m[k]:.3f}"
+    if "eval" in m:
+        return f"eval={m['eval'].get('greedy', {}).get('overall', float('nan')):.3f}"
+    return ""
+
+
+# ---------------------------------------------------------------------- summary
+def binomial_se(p: float, n: int) -> float:
+    return math.sqrt(max(p * (1 - p), 0.0) / n) if n > 0 else float("nan")
+
+
+def build_summary(led: Ledger, run_id: str, cfg: RunConfig) -> dict:
+    rounds = [views.round_row(led, run_id, r) for r in views.rounds_completed(led, run_id)]
+    init = views.eval_accuracy(led, run_id, 0)
+    counts = views.eval_counts(led, run_id, 0)
+    wall = led.query("SELECT coalesce(sum(seconds), 0) AS s FROM steps WHERE run_id = ?", [run_id])[0]["s"]
+    summary = {"rounds": rounds, "initial_solver_eval_accuracy": init, "eval_n_by_difficulty": counts,
+               "wall_seconds": float(wall), "recipe": cfg.recipe, "preset": cfg.preset, "seed": cfg.seed}
+    band = [b for b in cfg.world.frontier_band if b in counts]
+    if init and rounds and rounds[-1]["solver_eval_accuracy"] and band:
+        n = sum(counts[b] for b in band)
+        a0 = sum(init["by_difficulty"][b] * counts[b] for b in band) / n
+        fin = rounds[-1]["solver_eval_accuracy"]["by_difficulty"]
+        a1 = sum(fin[b] * counts[b] for b in band) / n
+        se = binomial_se(a0, n)
+        summary["frontier"] = {"band": band, "n": n, "initial": a0, "final": a1, "gain": a1 - a0,
+                               "initial_se": se, "gain_in_se": (a1 - a0) / se if se > 0 else None}
+    return summary
+
+
+def print_round_table(summary: dict, run_dir: Path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"coevo {summary['recipe']} - {run_dir}")
+    diffs = list(summary["eval_n_by_difficulty"])
+    for col in ["round", "eval acc", *[f"acc {d}" for d in diffs], "pseudo-label acc", "kept", "chal. reward",
+                "format fail", "rollouts"]:
+        t.add_column(col, justify="right")
+    fmt = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
+    init = summary["initial_solver_eval_accuracy"] or {"overall": None, "by_difficulty": {}}
+    t.add_row("0 (init)", fmt(init["overall"]), *[fmt(init["by_difficulty"].get(d)) for d in diffs],
+              "-", "-", "-", "-", "-")
+    for r in summary["rounds"]:
+        acc = r["solver_eval_accuracy"] or {"overall": None, "by_difficulty": {}}
+        t.add_row(str(r["round"]), fmt(acc["overall"]), *[fmt(acc["by_difficulty"].get(d)) for d in diffs],
+                  fmt(r["pseudo_label_accuracy"]), fmt(r["kept_fraction"]), fmt(r["challenger_reward_mean"]),
+                  fmt(r["format_failure_rate"]), str(r["n_rollouts"]))
+    c = Console()
+    c.print(t)
+    f = summary.get("frontier")
+    if f:
+        c.print(f"frontier band {','.join(f['band'])} (n={f['n']}): {f['initial']:.3f} -> {f['final']:.3f} "
+                f"(gain {f['gain']:+.3f} = {f['gain_in_se'] or 0:.1f} x binomial SE {f['initial_se']:.3f})")
+    c.print(f"run directory: {run_dir}  (report.html, summary.json, ledger.duckdb)")

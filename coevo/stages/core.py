@@ -1,0 +1,108 @@
+"""The shared stages every recipe composes (ARCHITECTURE.md, "The one idea").
+
+Each stage returns plain data plus ledger rows; none of them writes to the ledger
+itself, so a recipe can commit a whole step atomically.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+
+from coevo.backends.base import Completion, LossConfig, Policy, SamplingParams
+from coevo.worlds.base import ParseResult, Task, World
+
+
+@dataclass
+class Proposal:
+    completion: Completion
+    parsed: ParseResult
+    group: int  # index of the prompt (GRPO group) it came from
+
+    @property
+    def task(self) -> Task | None:
+        return self.parsed.task
+
+
+def propose(proposer: Policy, world: World, n_prompts: int, group: int, sampling: SamplingParams,
+            id_prefix: str, seed: int = 0) -> list[Proposal]:
+    """Sample ``group`` proposals for each of ``n_prompts`` proposer prompts and parse them."""
+    prompts = world.proposer_prompts(n_prompts, seed)
+    outs = proposer.sample(prompts, group, sampling)
+    props = []
+    for g, comps in enumerate(outs):
+        for k, c in enumerate(comps):
+            parsed = world.parse_task(c.text, f"{id_prefix}-{g}-{k}")
+            props.append(Proposal(c, parsed, g))
+    return props
+
+
+@dataclass
+class Vote:
+    label: str | None  # majority answer (pseudo-label)
+    p_hat: float  # share of the m answers equal to the label
+    answers: list[str | None]
+    agree: list[bool]  # each answer equivalent to the label
+    n_distinct: int
+
+
+def majority_vote(answers: Sequence[str | None], equivalent: Callable[[str, str], bool],
+                  none_votes: bool = False) -> Vote:
+    """Group answers by equivalence and take the largest group (ties: first seen).
+
+    ``none_votes``: whether "no extractable answer" counts as a vote (R-Zero's code
+    counts its no-\\boxed sentinel; default here: it does not, and p_hat keeps the
+    full m in its denominator either way).
+    """
+    reps: list[str | None] = []
+    counts: list[int] = []
+    member: list[int] = []
+    for a in answers:
+        if a is None and not none_votes:
+            member.append(-1)
+            continue
+        for i, r in enumerate(reps):
+            if (a is None and r is None) or (a is not None and r is not None and equivalent(a, r)):
+                counts[i] += 1
+                member.append(i)
+                break
+        else:
+            reps.append(a)
+            counts.append(1)
+            member.append(len(reps) - 1)
+    if not counts:
+        return Vote(None, 0.0, list(answers), [False] * len(answers), 0)
+    best = int(np.argmax(counts))
+    agree = [m == best for m in member]
+    return Vote(reps[best], counts[best] / max(len(answers), 1), list(answers), agree, len(reps))
+
+
+def solve(solver: Policy, world: World, tasks: Sequence[Task], n: int,
+          sampling: SamplingParams) -> list[list[Completion]]:
+    if not tasks:
+        return []
+    return solver.sample([world.solver_prompt(t) for t in tasks], n, sampling)
+
+
+def grpo_update(policy: Policy, comps: Sequence[Completion], advantages: Sequence[float], loss: LossConfig,
+                micro_batch: int = 512) -> dict:
+    """One optimizer step on a batch; sequences with zero advantage still count in the
+    aggregation denominators (as TRL does)."""
+    metrics: dict[str, float] = {}
+    n = len(comps)
+    if n == 0:
+        return {"skipped": 1.0}
+    for i in range(0, n, micro_batch):
+        part = comps[i:i + micro_batch]
+        m = policy.forward_backward(part, advantages[i:i + micro_batch], loss)
+        w = len(part) / n
+        for k, v in m.items():
+            metrics[k] = metrics.get(k, 0.0) + w * v
+    metrics.update(policy.optim_step())
+    return metrics
+
+
+def to_groups(values: Sequence[float], group_size: int) -> torch.Tensor:
+    return torch.tensor(list(values), dtype=torch.float32).view(-1, group_size)

@@ -1,0 +1,391 @@
+"""VerifierPool: killable worker processes with a hard per-item timeout.
+
+Why not ``multiprocessing.Pool`` / ``concurrent.futures``: neither can kill one hung
+task (a sympy call inside C code ignores everything but SIGKILL), and a killed worker
+breaks them.  Here each worker owns a pipe and a two-slot shared array
+``[position in batch, start time]`` that it writes before each item.  The parent sends
+*batches* (one pipe round trip per batch, results flushed every ~20 ms), reads the
+shared slots to see how long the current item has been running, and SIGKILLs a worker
+whose item passes ``timeout_s``: that item becomes ``Verdict(None, "timeout")``, the
+rest of its batch is re-queued, a fresh worker replaces it.  A worker that dies on its
+own turns its current item into ``Verdict(None, "worker-crash")``.  Results keep input
+order.
+
+Start method: ``forkserver`` (default).  The parent may hold threads (torch, httpx,
+the training loop) and forking a multi-threaded process can deadlock the child on a
+lock some other thread held; the fork server is a clean single-threaded process with
+math-verify / sympy / pint pre-imported, so replacing a killed worker costs a fork
+(~10 ms), not an interpreter start.  ``fn`` must therefore be importable by reference
+from a module (not defined in ``__main__`` or a test file's local scope).
+"""
+from __future__ import annotations
+
+import atexit
+import collections
+import ctypes
+import math
+import multiprocessing as mp
+import os
+import signal
+import threading
+import time
+import weakref
+from multiprocessing.connection import wait as mp_wait
+from typing import Any, Callable, Iterable, Optional
+
+from coevo.verify.verdict import Verdict
+
+FLUSH_S = 0.02          # a worker sends finished results at least this often
+PRELOAD = ["coevo.verify.checks"]
+_live_pools: "weakref.WeakSet[VerifierPool]" = weakref.WeakSet()
+_preload_lock = threading.Lock()
+_preload_done = False
+
+
+def _set_pdeathsig() -> None:
+    try:  # Linux: die with the parent (the fork server), never orphaned
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _worker_main(conn, state, memory_mb: Optional[int]) -> None:
+    """Worker loop: receive (fn, items), run each, stream results back in order."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _set_pdeathsig()
+    if memory_mb:
+        import resource
+        lim = int(memory_mb) * 1024 * 1024
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
+        except (ValueError, OSError):
+            pass
+    clock = time.monotonic
+    while True:
+        try:
+            msg = conn.recv()
+        except EOFError:
+            return
+        except Exception as e:  # noqa: BLE001 - e.g. fn not importable in the worker
+            conn.send(("x", 0, f"{type(e).__name__}: {e}"))
+            continue
+        if msg is None:
+            return
+        fn, items = msg
+        out, start, last = [], 0, clock()
+        for j, it in enumerate(items):
+            state[0] = j
+            state[1] = clock()
+            try:
+                r = fn(it)
+            except (MemoryError, RecursionError) as e:
+                r = Verdict(None, "resource-limit", detail={"error": f"{type(e).__name__}: {str(e)[:200]}"})
+            except BaseException as e:  # noqa: BLE001 - the pool never raises per item
+                r = Verdict(None, "verifier-error", detail={"error": f"{type(e).__name__}: {str(e)[:500]}"})
+            out.append(r)
+            now = clock()
+            if now - last > FLUSH_S:
+                state[1] = 0.0  # not running an item while blocked on the pipe
+                _send(conn, start, out)
+                start, out, last = j + 1, [], clock()
+        state[1] = 0.0
+        _send(conn, start, out, done=True)
+
+
+def _send(conn, start: int, out: list, done: bool = False) -> None:
+    tag = "d" if done else "r"
+    try:
+        conn.send((tag, start, out))
+    except Exception as e:  # noqa: BLE001 - an unpicklable result
+        bad = [Verdict(None, "verifier-error", detail={"error": f"unpicklable result: {e}"})] * len(out)
+        conn.send((tag, start, bad))
+
+
+try:
+    import io as _io
+    from multiprocessing import context as _mpctx, forkserver as _mpfs, popen_forkserver as _mppf
+    from multiprocessing import reduction as _mpred, spawn as _mpspawn, util as _mputil
+
+    class _CleanPopen(_mppf.Popen):
+        """Forkserver Popen whose child does not re-import the parent's ``__main__``.
+
+        The stock child re-runs the main script (``init_main_from_path``) to find
+        pickled functions; a script without an ``if __name__ == "__main__"`` guard
+        would then start pools recursively.  Workers only need ``fn``'s own module.
+        Mirrors CPython 3.10-3.13 ``popen_forkserver.Popen._launch``.
+        """
+
+        def _launch(self, process_obj):
+            prep_data = _mpspawn.get_preparation_data(process_obj._name)
+            prep_data.pop("init_main_from_path", None)
+            prep_data.pop("init_main_from_name", None)
+            buf = _io.BytesIO()
+            _mpctx.set_spawning_popen(self)
+            try:
+                _mpred.dump(prep_data, buf)
+                _mpred.dump(process_obj, buf)
+            finally:
+                _mpctx.set_spawning_popen(None)
+            self.sentinel, w = _mpfs.connect_to_new_process(self._fds)
+            _parent_w = os.dup(w)
+            self.finalizer = _mputil.Finalize(self, _mputil.close_fds, (_parent_w, self.sentinel))
+            with open(w, "wb", closefd=True) as f:
+                f.write(buf.getbuffer())
+            self.pid = _mpfs.read_signed(self.sentinel)
+
+    class _CleanProcess(_mpctx.ForkServerProcess):
+        @staticmethod
+        def _Popen(process_obj):
+            return _CleanPopen(process_obj)
+except Exception:  # noqa: BLE001 - other Python versions: the stock class
+    _CleanProcess = None
+
+
+class _Worker:
+    def __init__(self, ctx, memory_mb):
+        self.state = ctx.RawArray("d", 2)
+        self.conn, child = ctx.Pipe(duplex=True)
+        proc_cls = ctx.Process
+        if ctx.get_start_method() == "forkserver":
+            proc_cls = _CleanProcess or ctx.Process
+        self.proc = proc_cls(target=_worker_main, args=(child, self.state, memory_mb), daemon=True)
+        self.proc.start()
+        child.close()
+        self.batch: Optional[list] = None   # [(global index, item), ...]
+        self.got = 0                        # results received for this batch (contiguous prefix)
+        self.sent_at = 0.0
+
+    def kill(self) -> None:
+        try:
+            self.proc.kill()
+        except Exception:  # noqa: BLE001
+            pass
+        self.proc.join(timeout=5)
+        try:
+            self.conn.close()
+        except Exception:  # noqa: BLE001
+            pass
+        try:
+            self.proc.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+_MISSING = object()
+
+
+class VerifierPool:
+    """A pool of killable verifier workers.
+
+    ``map(fn, items, timeout_s=None)`` returns ``[fn(item) ...]`` in input order; an
+    item that runs past ``timeout_s`` yields ``Verdict(None, "timeout")``, one whose
+    worker dies yields ``Verdict(None, "worker-crash")``.  ``memory_mb`` caps each
+    worker's address space (None: no cap) so a runaway sympy power cannot eat the host.
+    """
+
+    def __init__(self, workers: Optional[int] = None, timeout_s: float = 5.0,
+                 memory_mb: Optional[int] = 4096, start_method: str = "forkserver",
+                 max_batch: int = 256):
+        self.n_workers = max(1, int(workers or os.cpu_count() or 1))
+        self.timeout_s = float(timeout_s)
+        self.memory_mb = memory_mb
+        self.max_batch = max(1, int(max_batch))
+        if start_method == "forkserver":
+            _ensure_preload()
+        self._ctx = mp.get_context(start_method)
+        self._workers: list[_Worker] = []
+        self._closed = False
+        self._lock = threading.Lock()
+        self.stats = {"timeouts": 0, "crashes": 0, "replaced": 0, "items": 0}
+        _live_pools.add(self)
+
+    # -- lifecycle -------------------------------------------------------
+    def _spawn(self) -> _Worker:
+        return _Worker(self._ctx, self.memory_mb)
+
+    def _ensure_workers(self) -> None:
+        self._workers = [w for w in self._workers if w is not None]
+        while len(self._workers) < self.n_workers:
+            self._workers.append(self._spawn())
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for w in self._workers:
+            try:
+                w.conn.send(None)
+            except Exception:  # noqa: BLE001
+                pass
+        deadline = time.monotonic() + 2.0
+        for w in self._workers:
+            w.proc.join(timeout=max(0.0, deadline - time.monotonic()))
+            w.kill()
+        self._workers = []
+
+    def __enter__(self) -> "VerifierPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):  # pragma: no cover - best effort
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    # -- work ------------------------------------------------------------
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any], timeout_s: Optional[float] = None) -> list:
+        if self._closed:
+            raise RuntimeError("VerifierPool is closed")
+        items = list(items)
+        n = len(items)
+        if n == 0:
+            return []
+        limit = self.timeout_s if timeout_s is None else float(timeout_s)
+        with self._lock:
+            return self._map(fn, items, limit)
+
+    def _map(self, fn, items, limit) -> list:
+        n = len(items)
+        self._ensure_workers()
+        size = max(1, min(self.max_batch, math.ceil(n / (self.n_workers * 4))))
+        queue = collections.deque([(i, items[i]) for i in range(s, min(n, s + size))] for s in range(0, n, size))
+        results = [_MISSING] * n
+        remaining = n
+        idle = list(self._workers)
+        busy: list[_Worker] = []
+
+        def finish(w: _Worker, tag, start, out):
+            nonlocal remaining
+            for k, r in enumerate(out):
+                gi = w.batch[start + k][0]
+                if results[gi] is _MISSING:
+                    remaining -= 1
+                results[gi] = r
+            w.got = max(w.got, start + len(out))
+
+        def drain(w: _Worker) -> bool:
+            """Read everything the worker has sent; True if it finished its batch."""
+            done = False
+            try:
+                while w.conn.poll():
+                    tag, start, out = w.conn.recv()
+                    if tag == "x":
+                        raise RuntimeError(f"verifier pool worker could not load the task: {out} "
+                                           "(fn must be a top-level function of an importable module)")
+                    finish(w, tag, start, out)
+                    done = done or tag == "d"
+            except (EOFError, OSError):
+                pass
+            return done
+
+        def retire(w: _Worker, reason: str) -> None:
+            """Kill ``w``; its current item gets ``reason``, the rest is re-queued."""
+            nonlocal remaining
+            drain(w)
+            pos, started = int(w.state[0]), float(w.state[1])
+            elapsed = time.monotonic() - started if started > 0 else 0.0
+            w.kill()
+            self.stats["timeouts" if reason == "timeout" else "crashes"] += 1
+            self.stats["replaced"] += 1
+            batch = w.batch or []
+            missing = [k for k in range(len(batch)) if results[batch[k][0]] is _MISSING]
+            if missing:
+                bad = pos if (started > 0 and pos in missing) else missing[0]
+                gi = batch[bad][0]
+                detail = {"limit_s": limit} if reason == "timeout" else {"exitcode": _exitcode(w)}
+                results[gi] = Verdict(None, reason, elapsed_s=elapsed, detail=detail)
+                remaining -= 1
+                rest = [batch[k] for k in missing if k != bad]
+                if rest:
+                    queue.appendleft(rest)
+            busy.remove(w)
+            self._workers[self._workers.index(w)] = nw = self._spawn()
+            idle.append(nw)
+
+        try:
+            while remaining > 0:
+                while idle and queue:
+                    w = idle.pop()
+                    w.batch, w.got = queue.popleft(), 0
+                    w.conn.send((fn, [it for _, it in w.batch]))
+                    w.sent_at = time.monotonic()
+                    busy.append(w)
+                if not busy:
+                    break
+                now = time.monotonic()
+                wait_s = 0.05
+                for w in busy:
+                    started = w.state[1]
+                    if started > 0:
+                        wait_s = min(wait_s, max(0.0, started + limit - now))
+                ready = mp_wait([w.conn for w in busy] + [w.proc.sentinel for w in busy], timeout=wait_s + 0.001)
+                ready = set(ready)
+                for w in list(busy):
+                    if w.conn in ready:
+                        if drain(w):
+                            busy.remove(w)
+                            w.batch = None
+                            idle.append(w)
+                            continue
+                    if w.proc.sentinel in ready and not w.proc.is_alive():
+                        retire(w, "worker-crash")
+                        continue
+                    started = w.state[1]
+                    if started > 0 and time.monotonic() - started > limit:
+                        # re-read: the worker may have moved on between the two reads
+                        if w.state[1] == started:
+                            retire(w, "timeout")
+        except BaseException:
+            # a KeyboardInterrupt or a loader error: leave no half-used worker behind
+            for w in busy:
+                w.kill()
+                self._workers[self._workers.index(w)] = None
+            self._workers = [w for w in self._workers if w is not None]
+            raise
+        self.stats["items"] += n
+        return [r if r is not _MISSING else Verdict(None, "worker-crash", detail={"lost": True}) for r in results]
+
+
+def _exitcode(w: _Worker):
+    try:
+        return w.proc.exitcode
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _ensure_preload() -> None:
+    """Pre-import the checkers in the fork server (only effective before it starts)."""
+    global _preload_done
+    with _preload_lock:
+        if not _preload_done:
+            try:
+                mp.get_context("forkserver").set_forkserver_preload(PRELOAD)
+            except Exception:  # noqa: BLE001
+                pass
+            _preload_done = True
+
+
+@atexit.register
+def _close_all() -> None:
+    for p in list(_live_pools):
+        try:
+            p.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+_default_pool: Optional[VerifierPool] = None
+_default_lock = threading.Lock()
+
+
+def default_pool() -> VerifierPool:
+    """A process-wide pool used by verifiers that were given none (lazily started)."""
+    global _default_pool
+    with _default_lock:
+        if _default_pool is None or _default_pool._closed:
+            _default_pool = VerifierPool(workers=max(1, min(4, os.cpu_count() or 1)))
+        return _default_pool

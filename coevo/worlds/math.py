@@ -1,0 +1,205 @@
+"""Math world: free-form competition-style questions and answers, no oracle (R-Zero, SPEC §1).
+
+* Proposer prompt: R-Zero's Challenger prompt, word for word from its code, with the
+  difficulty line ("fewer than 30 % of advanced high-school students could solve it")
+  as a configurable option.  R-Zero sends it as a *system* message plus a short user
+  message; the World contract carries one prompt string, so by default both are joined
+  into the user message (``system_in_prompt=True``); a backend that takes a system
+  prompt can use ``CHALLENGER_SYSTEM`` / ``CHALLENGER_USER`` directly.
+* ``parse_task``: the last ``<question>...</question>`` block (as R-Zero); the
+  Challenger's own ``\\boxed{}`` after it is kept as ``Task.reference`` (R-Zero does not
+  reward it; SynCo-style recipes may).
+* ``extract_answer``: the last brace-balanced ``\\boxed{...}`` (R-Zero / mathruler).
+* ``equivalent``: cheap normalised string equality first, then the math verifier
+  (math-verify in killable pool workers, ``coevo.verify``).  An abstention (timeout,
+  unparsable) counts as "not equivalent" here; ``verdicts`` returns the Verdicts with
+  their reasons for callers that ledger them.
+* No oracle: ``oracle`` returns None for generated questions, so pseudo-label accuracy
+  (SPEC §1) needs a judge or a reference set; ``eval_set`` is a small shipped reference
+  set (``coevo/data/eval_sample_math.jsonl``) used by ``coevo eval``.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Sequence
+
+from coevo.worlds.base import ParseResult, Task
+
+DIFFICULTY_LINE = "Aim for a difficulty such that fewer than 30 % of advanced high-school students could solve it. "
+CHALLENGER_SYSTEM_TEMPLATE = (
+    "You are an expert competition-math problem setter.\n"
+    "FIRST, in your private scratch-pad, think step-by-step to design a brand-new, non-trivial problem. "
+    "The problem could come from any field of mathematics, including but not limited to algebra, geometry, "
+    "number theory, combinatorics, prealgebra, probability, statistics, and calculus. "
+    "{difficulty_line}"
+    "Avoid re-using textbook clichés or famous contest problems.\n"
+    "THEN, without revealing any of your private thoughts, output **exactly** the following two blocks:\n\n"
+    "<question>\n"
+    "{{The full problem statement on one or more lines}}\n"
+    "</question>\n\n"
+    "\\boxed{{final_answer}}\n\n"
+    "Do NOT output anything else—no explanations, no extra markup."
+)
+CHALLENGER_SYSTEM = CHALLENGER_SYSTEM_TEMPLATE.format(difficulty_line=DIFFICULTY_LINE)
+CHALLENGER_USER = "Generate one new, challenging reasoning question now. Remember to format the output exactly as instructed."
+SOLVER_SUFFIX = "Please reason step by step, and put your final answer within \\boxed{}."
+
+SAMPLE_EVAL = Path(__file__).resolve().parent.parent / "data" / "eval_sample_math.jsonl"
+_QUESTION_RE = re.compile(r"<question>(.*?)</question>", re.DOTALL)
+
+
+def last_boxed(text: str | None) -> str | None:
+    """Content of the last brace-balanced ``\\boxed{...}`` (or ``\\fbox{...}``); None if absent/unclosed."""
+    if not text:
+        return None
+    starts = [m.end() for m in re.finditer(r"\\(?:boxed|fbox)\s*\{", text)]
+    for s in reversed(starts):
+        depth = 1
+        for i in range(s, len(text)):
+            ch = text[i]
+            if ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    return text[s:i].strip()
+        # unclosed: try the previous one
+    return None
+
+
+def normalize_math(s: str) -> str:
+    """Light normalisation for the fast equality path (the verifier decides the rest)."""
+    s = s.strip().strip("$").strip()
+    for a, b in (("\\left", ""), ("\\right", ""), ("\\!", ""), ("\\,", ""), ("\\;", ""), ("\\dfrac", "\\frac"),
+                 ("\\tfrac", "\\frac"), ("^\\circ", ""), ("^{\\circ}", ""), ("\\%", ""), ("%", "")):
+        s = s.replace(a, b)
+    s = re.sub(r"\\text\{\s*([^{}]*)\}", r"\1", s)
+    s = re.sub(r"\s+", "", s)
+    return s.rstrip(".")
+
+
+class MathWorld:
+    """World contract for free-form math (no oracle)."""
+
+    name: str = "math"
+    has_oracle: bool = False
+
+    def __init__(self, difficulty_line: str | None = DIFFICULTY_LINE, system_in_prompt: bool = True,
+                 pool: Any = None, timeout_s: float = 5.0, eval_path: str | Path | None = None) -> None:
+        self.difficulty_line = difficulty_line or ""
+        self.system_in_prompt = system_in_prompt
+        self._pool = pool
+        self.timeout_s = timeout_s
+        self.eval_path = Path(eval_path) if eval_path else SAMPLE_EVAL
+        self._cache: dict[tuple[str, str], Any] = {}
+        self.prompt_version = "math-rzero-v1" + ("" if self.difficulty_line == DIFFICULTY_LINE else "-custom")
+
+    # proposer side -------------------------------------------------------
+    @property
+    def challenger_system(self) -> str:
+        return CHALLENGER_SYSTEM_TEMPLATE.format(difficulty_line=self.difficulty_line)
+
+    def proposer_prompts(self, n: int, seed: int = 0) -> list[str]:
+        p = f"{self.challenger_system}\n\n{CHALLENGER_USER}" if self.system_in_prompt else CHALLENGER_USER
+        return [p] * n
+
+    def parse_task(self, text: str, task_id: str) -> ParseResult:
+        blocks = _QUESTION_RE.findall(text or "")
+        if not blocks:
+            return ParseResult(None, "no-question-tag")
+        q = blocks[-1].strip()
+        if not q:
+            return ParseResult(None, "empty-question")
+        tail = text[text.rfind("</question>"):]
+        return ParseResult(Task(task_id=task_id, question=q, reference=last_boxed(tail), meta={"difficulty": "generated"}))
+
+    # solver side ---------------------------------------------------------
+    def solver_prompt(self, task: Task) -> str:
+        return f"{task.question}\n\n{SOLVER_SUFFIX}"
+
+    def extract_answer(self, text: str) -> str | None:
+        return last_boxed(text)
+
+    def _get_pool(self):
+        if self._pool is None:
+            from coevo.verify.pool import default_pool
+
+            self._pool = default_pool()
+        return self._pool
+
+    def verdicts(self, pairs: Sequence[tuple[str | None, str | None]]) -> list:
+        """Verdict for each (answer, reference) pair: fast path, cache, then the pool."""
+        from coevo.verify.checks import math_task
+        from coevo.verify.verdict import Verdict
+
+        out: list[Any] = [None] * len(pairs)
+        todo: list[int] = []
+        for i, (a, b) in enumerate(pairs):
+            if a is None or b is None:
+                out[i] = Verdict(None, "unparsable", kind="math", detail={"note": "no answer"})
+            elif normalize_math(a) == normalize_math(b):
+                out[i] = Verdict(1, kind="math", detail={"via": "normalized-equal"})
+            elif (a, b) in self._cache:
+                out[i] = self._cache[(a, b)]
+            else:
+                todo.append(i)
+        if todo:
+            res = self._get_pool().map(math_task, [(pairs[i][0], pairs[i][1]) for i in todo], timeout_s=self.timeout_s)
+            for i, v in zip(todo, res):
+                out[i] = v
+                if getattr(v, "reason", "") not in ("timeout", "worker-crash"):
+                    self._cache[(pairs[i][0], pairs[i][1])] = v
+        return out
+
+    def equivalent(self, a: str | None, b: str | None) -> bool:
+        return self.verdicts([(a, b)])[0].value == 1
+
+    def group_answers(self, answers: Sequence[str | None]) -> list[int]:
+        """Cluster id per answer (pairwise equivalence against cluster representatives, as
+        R-Zero's majority vote); None answers share one cluster, as R-Zero's sentinel vote."""
+        reps: list[str | None] = []
+        ids: list[int] = []
+        for a in answers:
+            found = -1
+            if a is None:
+                found = next((j for j, r in enumerate(reps) if r is None), -1)
+            else:
+                cand = [j for j, r in enumerate(reps) if r is not None]
+                vs = self.verdicts([(a, reps[j]) for j in cand]) if cand else []
+                found = next((j for j, v in zip(cand, vs) if v.value == 1), -1)
+            if found < 0:
+                reps.append(a)
+                found = len(reps) - 1
+            ids.append(found)
+        return ids
+
+    def oracle(self, task: Task) -> str | None:
+        return None
+
+    # evaluation ----------------------------------------------------------
+    def eval_set(self) -> Sequence[Task]:
+        return load_jsonl_tasks(self.eval_path)
+
+
+def load_jsonl_tasks(path: str | Path) -> list[Task]:
+    """JSONL rows with ``question`` and ``answer`` (a string) or ``answers`` (a list)."""
+    tasks: list[Task] = []
+    path = Path(path)
+    for ln, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}:{ln}: not JSON ({e.msg})") from None
+        q = row.get("question") or row.get("problem")
+        ans = row.get("answers", row.get("answer", row.get("golden_answers")))
+        if not q or ans is None:
+            raise ValueError(f"{path}:{ln}: needs 'question' and 'answer' or 'answers'")
+        answers = [str(a) for a in ans] if isinstance(ans, list) else [str(ans)]
+        tid = str(row.get("id", f"{path.stem}-{ln}"))
+        meta = {"difficulty": row.get("level", row.get("difficulty", "all")), "answers": answers}
+        tasks.append(Task(task_id=tid, question=str(q), reference=answers[0], meta=meta))
+    return tasks
