@@ -68,12 +68,12 @@ def _worker_main(conn, state, memory_mb: Optional[int]) -> None:
         except EOFError:
             return
         except Exception as e:  # noqa: BLE001 - e.g. fn not importable in the worker
-            conn.send(("x", 0, f"{type(e).__name__}: {e}"))
+            conn.send(("x", -1, 0, f"{type(e).__name__}: {e}"))
             continue
         if msg is None:
             return
-        fn, items = msg
-        out, start, last = [], 0, clock()
+        seq, fn, items = msg
+        out, start, last, n = [], 0, clock(), len(items)
         for j, it in enumerate(items):
             state[0] = j
             state[1] = clock()
@@ -85,21 +85,21 @@ def _worker_main(conn, state, memory_mb: Optional[int]) -> None:
                 r = Verdict(None, "verifier-error", detail={"error": f"{type(e).__name__}: {str(e)[:500]}"})
             out.append(r)
             now = clock()
-            if now - last > FLUSH_S:
+            if now - last > FLUSH_S and j + 1 < n:
                 state[1] = 0.0  # not running an item while blocked on the pipe
-                _send(conn, start, out)
+                _send(conn, seq, start, out)
                 start, out, last = j + 1, [], clock()
         state[1] = 0.0
-        _send(conn, start, out, done=True)
+        _send(conn, seq, start, out, done=True)
 
 
-def _send(conn, start: int, out: list, done: bool = False) -> None:
+def _send(conn, seq: int, start: int, out: list, done: bool = False) -> None:
     tag = "d" if done else "r"
     try:
-        conn.send((tag, start, out))
+        conn.send((tag, seq, start, out))
     except Exception as e:  # noqa: BLE001 - an unpicklable result
         bad = [Verdict(None, "verifier-error", detail={"error": f"unpicklable result: {e}"})] * len(out)
-        conn.send((tag, start, bad))
+        conn.send((tag, seq, start, bad))
 
 
 try:
@@ -154,6 +154,7 @@ class _Worker:
         child.close()
         self.batch: Optional[list] = None   # [(global index, item), ...]
         self.got = 0                        # results received for this batch (contiguous prefix)
+        self.seq = 0                        # id of the current batch; stale replies are ignored
         self.sent_at = 0.0
 
     def kill(self) -> None:
@@ -272,7 +273,9 @@ class VerifierPool:
             done = False
             try:
                 while w.conn.poll():
-                    tag, start, out = w.conn.recv()
+                    tag, seq, start, out = w.conn.recv()
+                    if tag != "x" and seq != w.seq:
+                        continue  # the tail of an earlier batch whose results we already have
                     if tag == "x":
                         raise RuntimeError(f"verifier pool worker could not load the task: {out} "
                                            "(fn must be a top-level function of an importable module)")
@@ -311,7 +314,8 @@ class VerifierPool:
                 while idle and queue:
                     w = idle.pop()
                     w.batch, w.got = queue.popleft(), 0
-                    w.conn.send((fn, [it for _, it in w.batch]))
+                    w.seq += 1
+                    w.conn.send((w.seq, fn, [it for _, it in w.batch]))
                     w.sent_at = time.monotonic()
                     busy.append(w)
                 if not busy:

@@ -111,12 +111,13 @@ def _run(code, timeout_s, memory_mb, cpu_s, file_size_mb, disk_mb, max_procs, ma
         os.chmod(host_dir, 0o700)
         work = os.path.join(host_dir, "work")
         os.mkdir(work, 0o700)
+        hidden = _hidden_paths(python)
         cfg = {
             "mode": mode, "code": str(code), "python": python, "env": dict(SAFE_ENV),
             "status_fd": status_w, "workdir": work, "stdin_text": stdin,
             "cpu_s": int(cpu_s if cpu_s is not None else int(timeout_s) + 1), "memory_mb": memory_mb,
             "file_size_mb": file_size_mb, "disk_mb": disk_mb, "max_procs": max_procs, "max_files": 256,
-            "hide": _hidden_paths(python),
+            "hide": hidden[0], "keep": hidden[1],
         }
         cfg_path = os.path.join(host_dir, "cfg.json")
         with open(cfg_path, "w") as f:
@@ -252,22 +253,27 @@ def _kill_tree(proc) -> None:
         pass
 
 
-def _hidden_paths(python: str) -> list:
-    """Host directories covered by an empty tmpfs inside the sandbox (namespaces mode):
-    the home directory and /work unless the interpreter lives there (then: nothing, and
-    the docs say the files are readable)."""
-    real = os.path.realpath(python)
-    prefix = os.path.realpath(sys.prefix)
-    out = []
-    for p in (os.path.expanduser("~"), "/root", "/home", "/work", "/srv", "/mnt"):
+HIDE = ("/root", "/home", "/work", "/srv", "/mnt", "/opt", "/var/lib", "/var/log", "/run")
+
+
+def _hidden_paths(python: str) -> tuple:
+    """(hide, keep): host directories covered by an empty read-only tmpfs inside the
+    sandbox (home directories, /work, ...), and the interpreter's own directories that
+    are put back under them so ``python`` and its site-packages still work."""
+    hide = []
+    for p in (os.path.expanduser("~"), *HIDE):
         rp = os.path.realpath(p)
-        if not os.path.isdir(rp) or rp == "/":
-            continue
-        if real.startswith(rp + os.sep) or prefix.startswith(rp + os.sep):
-            continue
-        if rp not in out:
-            out.append(rp)
-    return out
+        if os.path.isdir(rp) and rp != "/" and rp not in hide:
+            hide.append(rp)
+    keep = []
+    for p in (os.path.dirname(os.path.dirname(os.path.realpath(python))), sys.prefix, sys.base_prefix,
+              sys.exec_prefix, sys.base_exec_prefix):
+        rp = os.path.realpath(p)
+        if rp not in keep:
+            keep.append(rp)
+    keep = [k for k in keep if not any(k != o and k.startswith(o + "/") for o in keep)]  # outermost only
+    hide = [h for h in hide if not any(k == h or h.startswith(k + "/") for k in keep)]
+    return hide, keep
 
 
 def _rmtree(path: str) -> None:

@@ -13,7 +13,7 @@ everything and reports the child's status on the status pipe; when PID 1 exits t
 kernel kills every process left in the namespace (daemonised grandchildren included).
 
 ``fallback`` (no user namespaces): rlimits, a child subreaper, a separate uid (65534)
-when started as root, and an audit hook inside the program's interpreter that refuses
+when started as root and the interpreter is reachable by that uid, and an audit hook inside the program's interpreter that refuses
 sockets, subprocesses, ``fork``/``exec``, signals and writes outside the work dir.
 This is best-effort (ctypes can bypass audit hooks) and documented as such.
 """
@@ -60,6 +60,39 @@ def readonly_everything():
     attr = MountAttr(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0, 0, 0)  # not NODEV: /dev/null must work
     rc = libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, b"/", AT_RECURSIVE, ctypes.byref(attr), ctypes.sizeof(attr))
     _check(rc, "mount_setattr / read-only")
+
+
+MS_BIND, MS_MOVE = 4096, 8192
+
+
+def set_readonly(path):
+    attr = MountAttr(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0, 0, 0)
+    rc = libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, path.encode(), AT_RECURSIVE, ctypes.byref(attr), ctypes.sizeof(attr))
+    _check(rc, f"mount_setattr {path} read-only")
+
+
+def hide_paths(hide, keep, stash_root="/tmp/.keep"):
+    """Cover each ``hide`` dir with an empty read-only tmpfs, then put back the
+    ``keep`` dirs under it (the interpreter and its site-packages), read-only."""
+    stashed = []
+    for i, k in enumerate(keep):
+        if os.path.isdir(k) and any(k.startswith(h + "/") for h in hide):
+            st = f"{stash_root}/{i}"
+            os.makedirs(st, exist_ok=True)
+            mount(k, st, None, MS_BIND | MS_REC, None)
+            stashed.append((st, k))
+    for h in hide:
+        if os.path.isdir(h):
+            mount("tmpfs", h, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+    for st, k in stashed:
+        os.makedirs(k, exist_ok=True)
+        mount(st, k, None, MS_MOVE, None)
+        os.rmdir(st)
+    if stashed:
+        os.rmdir(stash_root)
+    for h in hide:
+        if os.path.isdir(h):
+            set_readonly(h)
 
 
 def drop_privileges():
@@ -118,9 +151,7 @@ def run_namespaces(cfg, status_fd):
         for path in ("/tmp", "/var/tmp", "/dev/shm"):
             if os.path.isdir(path):
                 mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, tmp_opts if path == "/tmp" else "size=1m,mode=1777")
-        for path in cfg.get("hide", []):
-            if os.path.isdir(path):
-                mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+        hide_paths(cfg.get("hide", []), cfg.get("keep", []))
         os.makedirs(work, mode=0o777, exist_ok=True)
         with open(os.path.join(work, "main.py"), "w") as f:
             f.write(cfg["code"])
@@ -186,6 +217,17 @@ del _hook
 '''
 
 
+def _world_reachable(path):
+    """Can uid 65534 execute ``path`` (every directory on the way o+x, the file o+rx)?"""
+    import stat
+    real = os.path.realpath(path)
+    parts = real.split("/")
+    for i in range(2, len(parts)):
+        if not os.stat("/".join(parts[:i])).st_mode & stat.S_IXOTH:
+            return False
+    return bool(os.stat(real).st_mode & stat.S_IXOTH)
+
+
 def run_fallback(cfg, status_fd):
     work = cfg["workdir"]
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
@@ -204,7 +246,7 @@ def run_fallback(cfg, status_fd):
             fd = os.open(src, os.O_RDONLY)
             os.dup2(fd, 0)
             os.setsid()
-            if os.getuid() == 0:  # a separate uid: cannot signal or ptrace our processes
+            if os.getuid() == 0 and _world_reachable(cfg["python"]):  # a separate uid: cannot signal our processes
                 os.chown(work, 65534, 65534)
                 for name in os.listdir(work):
                     os.chown(os.path.join(work, name), 65534, 65534)
