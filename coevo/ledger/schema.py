@@ -34,5 +34,13 @@ TABLES: dict[str, list[tuple[str, str]]] = {
               ("correct", "DOUBLE")],
     "probes": [("run_id", "VARCHAR"), ("step", "BIGINT"), ("probe_id", "VARCHAR"), ("kind", "VARCHAR"),
                ("verifier_kind", "VARCHAR"), ("value", "INTEGER"), ("reason", "VARCHAR")],
+    # per-task statistics of screen/confirm recipes (SynCo, RGBC; SPEC §2). NULL = not defined / not measured.
+    "task_stats": [("run_id", "VARCHAR"), ("task_id", "VARCHAR"), ("round", "BIGINT"), ("step", "BIGINT"),
+                   ("arm", "VARCHAR"), ("validator_ok", "BOOLEAN"), ("consensus_ok", "BOOLEAN"),
+                   ("k_screen", "BIGINT"), ("mu_screen", "DOUBLE"), ("k_confirm", "BIGINT"), ("mu_confirm", "DOUBLE"),
+                   ("kappa", "INTEGER"), ("mu_tilde", "DOUBLE"), ("mode_answer", "VARCHAR"), ("mode_share", "DOUBLE"),
+                   ("nu", "DOUBLE"), ("in_doubt", "BOOLEAN"), ("mu_pre", "DOUBLE"), ("mu_post", "DOUBLE"),
+                   ("lag", "DOUBLE"), ("reward", "DOUBLE"), ("true_p", "DOUBLE"), ("true_p_n", "BIGINT"),
+                   ("reference_correct", "BOOLEAN"), ("proposer_answer", "VARCHAR")],
     "verdict_cache": [("key", "VARCHAR"), ("row_json", "VARCHAR")],
 }

@@ -1,0 +1,189 @@
+#!/usr/bin/env python
+"""GPU check: a randomly initialised Qwen2-architecture model built in code (no download),
+two LoRA roles on one base, batched sampling and one GRPO update per role.
+
+Prints one JSON object: for each size, tokens/s sampled, seconds per update (mean of
+the timed updates, both roles), peak GPU memory, and the ratio of our update step
+(``HFPolicy.forward_backward`` + ``optim_step``) to a bare transformers forward +
+backward (``labels=`` cross-entropy) on the same batch and micro-batches.  Random
+weights rarely emit EOS, so every sequence runs to ``--new-tokens``.
+
+    python scripts/gpu_check.py --device cuda --sizes 0.5B,4B --json-out gpu_check.json
+    python scripts/gpu_check.py --device cpu --sizes tiny          # what the tests run
+
+Imports only torch, transformers, peft and coevo.backends / coevo.rl (no CLI deps).
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+# Qwen2-architecture sizes (0.5B = Qwen2.5-0.5B shapes; 4B = Qwen3-4B shapes on the Qwen2 block)
+SIZES = {
+    "tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, vocab_size=512),
+    "0.5B": dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
+                 num_key_value_heads=2, vocab_size=151936),
+    "1.5B": dict(hidden_size=1536, intermediate_size=8960, num_hidden_layers=28, num_attention_heads=12,
+                 num_key_value_heads=2, vocab_size=151936),
+    "4B": dict(hidden_size=2560, intermediate_size=9728, num_hidden_layers=36, num_attention_heads=32,
+               num_key_value_heads=8, vocab_size=151936),
+}
+# (prompts, samples per prompt, new tokens, micro batch) per size
+WORKLOAD = {"tiny": (4, 2, 16, 4), "0.5B": (32, 4, 256, 16), "1.5B": (32, 4, 256, 16), "4B": (16, 4, 256, 8)}
+
+
+def build(size: str, device: str, dtype: torch.dtype, seed: int = 0):
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(seed)
+    cfg = Qwen2Config(**SIZES[size], max_position_embeddings=4096, tie_word_embeddings=size in ("tiny", "0.5B", "1.5B"),
+                      pad_token_id=0, eos_token_id=2, bos_token_id=1, use_cache=True)
+    with torch.device(device):
+        model = Qwen2ForCausalLM(cfg).to(dtype)
+    return model
+
+
+def sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def bare_step(model, batch, micro: int, device: str) -> None:
+    """Plain transformers forward+backward (labels= cross-entropy) on the same micro-batches."""
+    pad = 0
+    for k in range(0, len(batch), micro):
+        mb = batch[k:k + micro]
+        seqs = [list(c.prompt_ids) + list(c.token_ids) for c in mb]
+        T = max(len(s) for s in seqs)
+        ids = torch.full((len(seqs), T), pad, dtype=torch.long)
+        attn = torch.zeros((len(seqs), T), dtype=torch.long)
+        labels = torch.full((len(seqs), T), -100, dtype=torch.long)
+        for r, (c, s) in enumerate(zip(mb, seqs)):
+            ids[r, :len(s)] = torch.tensor(s)
+            attn[r, :len(s)] = 1
+            labels[r, len(c.prompt_ids):len(s)] = torch.tensor(c.token_ids)
+        out = model(input_ids=ids.to(device), attention_mask=attn.to(device), labels=labels.to(device), use_cache=False)
+        (out.loss * len(mb) / len(batch)).backward()
+
+
+def check_size(size: str, device: str, dtype: torch.dtype, timed_updates: int, seed: int) -> dict:
+    from coevo.backends.base import LossConfig, SamplingParams
+    from coevo.backends.hf import HFPolicy, SharedBase, make_char_tokenizer, n_params
+
+    n_prompts, n_samples, new_tokens, micro = WORKLOAD[size]
+    cuda = device.startswith("cuda")
+    if cuda:
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+    t0 = time.time()
+    model = build(size, device, dtype, seed)
+    tok = make_char_tokenizer(vocab_size=SIZES[size]["vocab_size"])
+    base = SharedBase(model, tok, lora={"r": 16, "alpha": 32}, gradient_checkpointing=True)
+    roles = {r: HFPolicy(r, base=base, lr=1e-5, micro_batch=micro, sample_batch=n_prompts * n_samples,
+                         device=device, seed=seed) for r in ("challenger", "solver")}
+    build_s = time.time() - t0
+    prompts = [f"Question {i}: what is {i} + {2 * i}?" for i in range(n_prompts)]
+    sp = SamplingParams(temperature=1.0, top_p=1.0, max_new_tokens=new_tokens)
+    res: dict = {"params": n_params(model), "build_s": round(build_s, 2), "prompts": n_prompts,
+                 "samples_per_prompt": n_samples, "new_tokens": new_tokens, "micro_batch": micro}
+
+    # sampling (warm-up with a short generate first)
+    roles["solver"].sample(prompts[:2], 1, SamplingParams(max_new_tokens=4))
+    sync(device)
+    t = time.time()
+    groups = roles["solver"].sample(prompts, n_samples, sp)
+    sync(device)
+    sample_s = time.time() - t
+    batch = [c for g in groups for c in g]
+    gen_tokens = sum(len(c.token_ids) for c in batch)
+    res.update(sample_s=round(sample_s, 3), sampled_tokens=gen_tokens, tokens_per_s=round(gen_tokens / sample_s, 1))
+
+    # GRPO updates: one per role, warm-up then timed
+    adv = [((i % n_samples) - (n_samples - 1) / 2) / n_samples for i in range(len(batch))]
+    loss = LossConfig(aggregation="grpo")
+    times = []
+    for it in range(1 + timed_updates):
+        for role in ("challenger", "solver"):
+            sync(device)
+            t = time.time()
+            m = roles[role].forward_backward(batch, adv, loss)
+            roles[role].optim_step()
+            sync(device)
+            if it > 0:
+                times.append(time.time() - t)
+    res["update_s"] = round(sum(times) / len(times), 3)
+    res["loss"] = m.get("loss")
+    res["logprob_mismatch"] = m.get("logprob_mismatch")
+
+    # the same batch through a bare transformers forward+backward (solver adapter active, same checkpointing)
+    pm = base.model
+    base.activate("solver")
+    pm.train()
+    bare = []
+    for it in range(1 + timed_updates):
+        sync(device)
+        t = time.time()
+        bare_step(pm, batch, micro, device)
+        pm.zero_grad(set_to_none=True)
+        sync(device)
+        if it > 0:
+            bare.append(time.time() - t)
+    res["bare_fwd_bwd_s"] = round(sum(bare) / len(bare), 3)
+    res["update_over_bare"] = round(res["update_s"] / res["bare_fwd_bwd_s"], 3)
+    if cuda:
+        res["peak_gpu_mem_gib"] = round(torch.cuda.max_memory_allocated() / 2 ** 30, 2)
+    del roles, base, model, pm
+    gc.collect()
+    if cuda:
+        torch.cuda.empty_cache()
+    return res
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description="Sampling + GRPO with two LoRA roles on a random Qwen2 model.")
+    ap.add_argument("--device", default="auto", help="auto | cuda | cpu")
+    ap.add_argument("--sizes", default=None, help="comma list of tiny,0.5B,1.5B,4B (default: 0.5B,4B on cuda, tiny on cpu)")
+    ap.add_argument("--dtype", default="auto", help="auto (bf16 on cuda) | bf16 | fp32")
+    ap.add_argument("--timed-updates", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json-out", default=None)
+    a = ap.parse_args(argv)
+    from coevo.backends.hf import pick_dtype
+
+    device = ("cuda" if torch.cuda.is_available() else "cpu") if a.device == "auto" else a.device
+    sizes = (a.sizes or ("0.5B,4B" if device.startswith("cuda") else "tiny")).split(",")
+    bad = [s for s in sizes if s not in SIZES]
+    if bad:
+        ap.error(f"unknown size(s) {bad}; choose from {list(SIZES)}")
+    dtype = pick_dtype(a.dtype, device)
+    import peft
+    import transformers
+
+    out: dict = {"device": torch.cuda.get_device_name(0) if device.startswith("cuda") else platform.processor() or "cpu",
+                 "dtype": str(dtype).replace("torch.", ""), "torch": torch.__version__,
+                 "transformers": transformers.__version__, "peft": peft.__version__, "sizes": {}}
+    t0 = time.time()
+    for s in sizes:
+        out["sizes"][s] = check_size(s, device, dtype, a.timed_updates, a.seed)
+        print(json.dumps({s: out["sizes"][s]}), file=sys.stderr, flush=True)
+    out["total_s"] = round(time.time() - t0, 1)
+    text = json.dumps(out, indent=2)
+    print(text, flush=True)
+    if a.json_out:
+        Path(a.json_out).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.json_out).write_text(text + "\n")
+    return out
+
+
+if __name__ == "__main__":
+    main()

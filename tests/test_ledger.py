@@ -1,0 +1,41 @@
+import pytest
+
+from coevo.ledger.store import Ledger, LedgerError
+
+
+def test_step_commit_is_atomic(tmp_path):
+    led = Ledger(tmp_path / "l.duckdb")
+    with led.step("r", 0, 0, "eval", 0) as w:
+        w.add("evals", [{"run_id": "r", "round": 0, "step": 0, "task_id": "a", "difficulty": "L1",
+                         "policy_version": "v", "mode": "greedy", "answer": "1", "correct": 1.0}])
+        w.metrics = {"x": 1}
+    assert led.last_completed_step("r") == 0
+    with pytest.raises(RuntimeError):
+        with led.step("r", 1, 0, "eval", 0) as w:
+            w.add("evals", [{"run_id": "r", "round": 0, "step": 1, "task_id": "b"}])
+            raise RuntimeError("crash inside the step")
+    assert led.last_completed_step("r") == 0
+    assert led.count("evals") == 1
+    led.close()
+    led2 = Ledger(tmp_path / "l.duckdb", read_only=True)
+    assert led2.count("evals", "r") == 1 and led2.query("SELECT metrics_json FROM steps")[0]["metrics_json"] == '{"x": 1}'
+    led2.close()
+
+
+def test_nullable_values_and_cache_store(tmp_path):
+    led = Ledger(tmp_path / "l.duckdb")
+    led.append("verdicts", [{"run_id": "r", "rollout_id": "x", "value": None, "reason": "timeout"},
+                            {"run_id": "r", "rollout_id": "y", "value": 1, "reason": ""}])
+    rows = led.query("SELECT rollout_id, value, reason FROM verdicts ORDER BY rollout_id")
+    assert rows == [{"rollout_id": "x", "value": None, "reason": "timeout"}, {"rollout_id": "y", "value": 1, "reason": ""}]
+    led.put_many([{"key": "k1", "value": 1}, {"key": "k2", "value": None, "reason": "judge-unknown"}])
+    got = led.get_many(["k1", "k2", "k3"])
+    assert set(got) == {"k1", "k2"} and got["k2"]["reason"] == "judge-unknown"
+    with pytest.raises(LedgerError):
+        led.count("nope")
+    led.close()
+
+
+def test_missing_ledger_read_only(tmp_path):
+    with pytest.raises(LedgerError):
+        Ledger(tmp_path / "absent.duckdb", read_only=True)
