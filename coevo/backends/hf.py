@@ -117,6 +117,21 @@ class _LogprobRecorder:
         return torch.stack(self.steps, dim=1).cpu()
 
 
+class _StopOnNewText:
+    """Stopping criterion on the *generated* text only (transformers' ``stop_strings``
+    also matches across the prompt boundary, e.g. a prompt ending in a newline)."""
+
+    def __init__(self, tokenizer, stops: Sequence[str], prompt_len: int) -> None:
+        self.tok, self.stops, self.P = tokenizer, [s for s in stops if s], prompt_len
+        self.window = max(len(s) for s in self.stops) + 4
+
+    def __call__(self, input_ids: torch.Tensor, scores, **kwargs) -> torch.Tensor:
+        tails = input_ids[:, self.P:][:, -self.window:].tolist()
+        texts = self.tok.batch_decode(tails, skip_special_tokens=True)
+        return torch.tensor([any(s in t for s in self.stops) for t in texts], dtype=torch.bool,
+                            device=input_ids.device)
+
+
 class SharedBase:
     """One base model with one LoRA adapter per role (peft ``set_adapter`` switches)."""
 
@@ -264,13 +279,16 @@ class HFPolicy:
             procs.append(TemperatureLogitsWarper(temp))
         if not greedy and sp.top_p < 1.0:
             procs.append(TopPLogitsWarper(float(sp.top_p)))
-        gc = GenerationConfig(do_sample=not greedy, temperature=1.0, top_p=1.0, top_k=0,
+        gc = GenerationConfig(do_sample=not greedy, temperature=1.0, top_p=1.0, top_k=None if greedy else 0,
                               max_new_tokens=int(sp.max_new_tokens), num_return_sequences=int(n),
-                              pad_token_id=pad, eos_token_id=tok.eos_token_id, return_dict_in_generate=True,
-                              stop_strings=list(sp.stop) if sp.stop else None)
+                              pad_token_id=pad, eos_token_id=tok.eos_token_id, return_dict_in_generate=True)
         torch.manual_seed(self.seed * 100003 + self.sample_calls)
         self.sample_calls += 1
-        kw: dict[str, Any] = {"tokenizer": tok} if sp.stop else {}
+        kw: dict[str, Any] = {}
+        if sp.stop and any(sp.stop):
+            from transformers import StoppingCriteriaList
+
+            kw["stopping_criteria"] = StoppingCriteriaList([_StopOnNewText(tok, sp.stop, P)])
         res = self.model.generate(input_ids=ids.to(self.device), attention_mask=attn.to(self.device),
                                   generation_config=gc, logits_processor=LogitsProcessorList(procs), **kw)
         seqs = res.sequences.cpu()

@@ -11,7 +11,7 @@ config can pass ``model_dump()``):
                                        # full: two independent full models
                                        # shared: one policy for every role (R-Zero "Single")
       "lora": {"r": 16, "alpha": 32, "dropout": 0.0, "target_modules": null},
-      "lr": 1e-5, "weight_decay": 0.0, "grad_clip": 1.0,
+      "lr": 1e-5, "lr_by_role": {"solver": 1e-5}, "weight_decay": 0.0, "grad_clip": 1.0,
       "micro_batch": 8, "sample_batch": 64,
       "gradient_checkpointing": false, "dtype": "auto", "device": "cpu",
       "chat_template": true, "system_prompt": null, "old_logprobs": "sampler",
@@ -20,7 +20,8 @@ config can pass ``model_dump()``):
       "adapter_dir": "runs/x/adapters", "served_model": null,
     }
 
-With ``mode='shared'`` the returned dict maps every role to the *same* object, so a
+``make_role_policies(run_config, roles=(...))`` also accepts the pydantic RunConfig
+(see ``from_run_config``).  With ``mode='shared'`` the returned dict maps every role to the *same* object, so a
 recipe that updates both roles updates one set of parameters twice per round.
 """
 from __future__ import annotations
@@ -30,7 +31,8 @@ from typing import Any
 DEFAULTS: dict[str, Any] = {
     "backend": "hf", "model": "smollm2", "roles": ["challenger", "solver"], "mode": "lora",
     "lora": {"r": 16, "alpha": 32, "dropout": 0.0, "target_modules": None},
-    "lr": 1e-5, "weight_decay": 0.0, "grad_clip": 1.0, "micro_batch": 8, "sample_batch": 64,
+    "lr": 1e-5, "lr_by_role": {}, "weight_decay": 0.0, "grad_clip": 1.0, "micro_batch": 8,
+    "sample_batch": 64,
     "gradient_checkpointing": False, "dtype": "auto", "device": "cpu", "chat_template": True,
     "system_prompt": None, "old_logprobs": "sampler", "seed": 0, "cache_dir": None,
     "servers": [], "endpoint": "completions", "adapter_dir": None, "served_model": None,
@@ -76,10 +78,28 @@ def load_base(cfg: dict):
     return model, tok
 
 
-def make_role_policies(cfg: dict | None = None, **overrides: Any) -> dict:
-    """Build one Policy per role from a plain dict (see module docstring)."""
+def from_run_config(cfg) -> dict:
+    """Plain dict from the run config (``coevo.config.RunConfig``): ``backend.kind`` ->
+    backend, ``backend.roles`` (separate | shared | lora) -> mode (full | shared | lora),
+    per-role learning rates, grad clip, seed; ``backend.options`` supplies the rest
+    (model, lora, device, dtype, servers, ...)."""
+    b = cfg.backend
+    d: dict[str, Any] = {"backend": "openai" if b.kind == "openai" else "hf",
+                         "mode": {"separate": "full", "shared": "shared", "lora": "lora"}[b.roles],
+                         "lr": float(b.lr_solver), "lr_by_role": {"solver": float(b.lr_solver),
+                                                                  "challenger": float(b.lr_challenger),
+                                                                  "synthesizer": float(b.lr_challenger)},
+                         "grad_clip": float(b.grad_clip), "seed": int(getattr(cfg, "seed", 0))}
+    d.update(dict(b.options or {}))
+    return d
+
+
+def make_role_policies(cfg: Any = None, **overrides: Any) -> dict:
+    """Build one Policy per role from a plain dict (see module docstring) or a RunConfig."""
     from coevo.backends.hf import HFPolicy, SharedBase
 
+    if cfg is not None and not isinstance(cfg, dict) and hasattr(cfg, "backend"):
+        cfg = from_run_config(cfg)
     c = {**DEFAULTS, **(cfg or {}), **overrides}
     mode = c["mode"]
     if mode not in MODES:
@@ -89,6 +109,7 @@ def make_role_policies(cfg: dict | None = None, **overrides: Any) -> dict:
     roles = list(c["roles"])
     if not roles:
         raise RoleConfigError("roles: empty")
+    lr_by_role = dict(c.get("lr_by_role") or {})
     kw = dict(lr=float(c["lr"]), weight_decay=float(c["weight_decay"]), grad_clip=float(c["grad_clip"]),
               micro_batch=int(c["micro_batch"]), sample_batch=int(c["sample_batch"]),
               chat_template=bool(c["chat_template"]), system_prompt=c["system_prompt"],
@@ -100,11 +121,12 @@ def make_role_policies(cfg: dict | None = None, **overrides: Any) -> dict:
         model, tok = load_base(c)
         base = SharedBase(model, tok, lora=c["lora"], gradient_checkpointing=gc)
         for r in roles:
-            policies[r] = HFPolicy(r, base=base, adapter=r, **kw)
+            policies[r] = HFPolicy(r, base=base, adapter=r, **{**kw, "lr": lr_by_role.get(r, kw["lr"])})
     elif mode == "full":
         for i, r in enumerate(roles):
             model, tok = load_base({**c, "seed": int(c["seed"]) + i})
-            policies[r] = HFPolicy(r, model=model, tokenizer=tok, gradient_checkpointing=gc, **kw)
+            policies[r] = HFPolicy(r, model=model, tokenizer=tok, gradient_checkpointing=gc,
+                                   **{**kw, "lr": lr_by_role.get(r, kw["lr"])})
     else:  # shared: R-Zero "Single" ablation, one set of parameters for every role
         model, tok = load_base(c)
         base = SharedBase(model, tok, lora=c["lora"], gradient_checkpointing=gc)

@@ -1,0 +1,166 @@
+"""HF backend on a tiny random Llama with an offline character tokenizer (no downloads)."""
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("peft")
+
+from coevo.backends.base import Completion, LossConfig, Policy, SamplingParams  # noqa: E402
+from coevo.backends.hf import HFPolicy, SharedBase, _cut_at_stop, make_char_tokenizer, tiny_llama  # noqa: E402
+from coevo.backends.roles import RoleConfigError, make_role_policies  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def roles():
+    return make_role_policies({"model": "tiny-llama", "mode": "lora", "lr": 5e-2, "lora": {"r": 4, "alpha": 8},
+                               "micro_batch": 2})
+
+
+def test_protocol_and_shapes(roles):
+    so = roles["solver"]
+    assert isinstance(so, Policy)
+    out = so.sample(["What is 2+3?", "Hi"], 3, SamplingParams(temperature=0.8, top_p=0.9, max_new_tokens=10))
+    assert len(out) == 2 and all(len(g) == 3 for g in out)
+    for g, prompt in zip(out, ["What is 2+3?", "Hi"]):
+        for c in g:
+            assert c.prompt == prompt
+            assert len(c.token_ids) == len(c.logprobs) <= 10
+            assert all(lp <= 0 for lp in c.logprobs)
+            assert c.finish_reason in ("stop", "length")
+            assert c.meta["temperature"] == 0.8 and c.meta["chat_template"] is True
+            assert c.policy_version == "solver:tiny-llama+0"
+    # the chat template comes from the tokenizer
+    text = so.tokenizer.decode(out[0][0].prompt_ids)
+    assert text.startswith("<|im_start|>user\nWhat is 2+3?<|im_end|>") and text.endswith("<|im_start|>assistant\n")
+
+
+def test_sampler_logprobs_match_training_forward(roles):
+    """The logprobs recorded during generate equal the training forward's (tempered) logprobs."""
+    so = roles["solver"]
+    out = so.sample(["abc", "a longer prompt"], 2, SamplingParams(temperature=0.7, max_new_tokens=8))
+    batch = [c for g in out for c in g]
+    m = so.forward_backward(batch, [0.0] * len(batch), LossConfig())
+    so.opt.zero_grad(set_to_none=True)
+    assert m["logprob_mismatch"] < 1e-4
+    assert abs(m["ratio_mean"] - 1.0) < 1e-4
+
+
+def test_greedy_is_deterministic_and_stop_strings(roles):
+    so = roles["solver"]
+    sp = SamplingParams(greedy=True, max_new_tokens=12)
+    a = so.sample(["hello"], 1, sp)[0][0]
+    b = so.sample(["hello"], 1, sp)[0][0]
+    assert a.token_ids == b.token_ids and a.meta["temperature"] == 1.0
+    if len(a.text) >= 3:
+        stop = a.text[1:3]
+        c = so.sample(["hello"], 1, SamplingParams(greedy=True, max_new_tokens=12, stop=[stop]))[0][0]
+        assert c.finish_reason == "stop" and c.meta["stop"] == stop
+        assert c.text == a.text[:a.text.find(stop)]
+        assert so.tokenizer.decode(c.token_ids).startswith(c.text + stop)
+
+
+def test_cut_at_stop_unit():
+    tok = make_char_tokenizer()
+    ids = tok("ab. cd. ef", add_special_tokens=False)["input_ids"]
+    k, text, hit = _cut_at_stop(tok, ids, "ab. cd. ef", [". c", "ef"])
+    assert (k, text, hit) == (5, "ab", ". c")
+    assert _cut_at_stop(tok, ids, "ab. cd. ef", ["zz"]) == (len(ids), "ab. cd. ef", None)
+
+
+def test_update_moves_only_its_own_adapter(roles):
+    so, ch = roles["solver"], roles["challenger"]
+    before_ch = {k: p.detach().clone() for k, p in ch.trainable_params().items()}
+    before_so = {k: p.detach().clone() for k, p in so.trainable_params().items()}
+    assert before_ch and before_so and not set(before_ch) & set(before_so)
+    out = so.sample(["q1", "q2"], 2, SamplingParams(max_new_tokens=6))
+    batch = [c for g in out for c in g]
+    v0 = so.version
+    m = so.forward_backward(batch, [1.0, -1.0, 1.0, -1.0], LossConfig())
+    assert math.isfinite(m["loss"]) and m["n_seqs"] == 4
+    s = so.optim_step()
+    assert s["grad_norm"] > 0 and so.version != v0 and so.version.endswith("+1")
+    assert all(torch.equal(before_ch[k], p) for k, p in ch.trainable_params().items())
+    assert any(not torch.equal(before_so[k], p) for k, p in so.trainable_params().items())
+
+
+@pytest.mark.parametrize("agg", ["grpo", "dr_grpo", "dapo"])
+def test_micro_batching_matches_full_batch(roles, agg):
+    so = roles["solver"]
+    out = so.sample(["x", "yy", "zzz"], 2, SamplingParams(max_new_tokens=7))
+    batch = [c for g in out for c in g]
+    adv = [1.0, -0.5, 0.25, -1.0, 0.5, 0.0]
+    grads = []
+    for mb in (2, 64):
+        so.micro_batch = mb
+        so.forward_backward(batch, adv, LossConfig(aggregation=agg))
+        grads.append({k: p.grad.clone() for k, p in so.trainable_params().items()})
+        so.opt.zero_grad(set_to_none=True)
+    so.micro_batch = 2
+    err = max(float((grads[0][k] - grads[1][k]).abs().max()) for k in grads[0])
+    scale = max(float(g.abs().max()) for g in grads[1].values())
+    assert err <= 1e-4 * max(scale, 1e-6) + 1e-7
+
+
+def test_kl_to_base_and_save_load(tmp_path, roles):
+    so = roles["solver"]
+    out = so.sample(["kl"], 2, SamplingParams(max_new_tokens=5))
+    m = so.forward_backward(out[0], [1.0, -1.0], LossConfig(kl_coef=0.1))
+    so.opt.zero_grad(set_to_none=True)
+    assert m["kl"] >= 0.0
+    path = tmp_path / "solver.pt"
+    so.save(str(path))
+    saved = {k: p.detach().clone() for k, p in so.trainable_params().items()}
+    ver = so.version
+    with torch.no_grad():
+        for p in so.trainable_params().values():
+            p.add_(1.0)
+    so.updates += 5
+    so.load(str(path))
+    assert so.version == ver
+    assert all(torch.equal(saved[k], p) for k, p in so.trainable_params().items())
+    d = so.export_adapter(tmp_path / "export")
+    assert (d / "adapter_config.json").is_file()
+
+
+def test_shared_and_full_modes():
+    shared = make_role_policies({"model": "tiny-llama", "mode": "shared", "lora": {"r": 2}})
+    assert shared["solver"] is shared["challenger"] and shared["solver"].name == "shared"
+    full = make_role_policies({"model": "tiny-llama", "mode": "full", "roles": ["solver", "challenger"]})
+    assert full["solver"].model is not full["challenger"].model and full["solver"].adapter is None
+    c = full["solver"].sample(["a"], 1, SamplingParams(max_new_tokens=4))[0][0]
+    full["solver"].set_reference()
+    m = full["solver"].forward_backward([c], [1.0], LossConfig(kl_coef=0.1))
+    assert m["kl"] == pytest.approx(0.0, abs=1e-6)
+    with pytest.raises(RoleConfigError, match="mode"):
+        make_role_policies({"model": "tiny-llama", "mode": "nope"})
+    with pytest.raises(RoleConfigError, match="model"):
+        make_role_policies({"model": "/nonexistent/dir"})
+
+
+def test_run_config_mapping():
+    from types import SimpleNamespace
+
+    from coevo.backends.roles import from_run_config
+
+    b = SimpleNamespace(kind="hf", roles="separate", lr_solver=1e-5, lr_challenger=2e-5, grad_clip=0.5,
+                        options={"model": "tiny-llama", "device": "cpu"})
+    d = from_run_config(SimpleNamespace(backend=b, seed=3))
+    assert d["mode"] == "full" and d["lr_by_role"]["challenger"] == 2e-5 and d["model"] == "tiny-llama"
+    assert d["seed"] == 3 and d["backend"] == "hf"
+
+
+def test_empty_completion_is_skipped():
+    tok = make_char_tokenizer()
+    pol = HFPolicy("s", model=tiny_llama(len(tok)), tokenizer=tok)
+    c = Completion(prompt="p", text="", prompt_ids=[1, 2, 3], token_ids=[], logprobs=[])
+    assert pol.forward_backward([c], [1.0], LossConfig())["n_seqs"] == 0
+
+
+def test_shared_base_rejects_duplicate_adapter():
+    tok = make_char_tokenizer()
+    base = SharedBase(tiny_llama(len(tok)), tok, lora={"r": 2})
+    HFPolicy("alpha", base=base)
+    with pytest.raises(ValueError, match="already exists"):
+        HFPolicy("alpha", base=base)
