@@ -163,6 +163,66 @@ def bench_verify(n: int = typer.Option(2000), workers: Optional[int] = typer.Opt
     emit_json(_bench(n=n, workers=workers, seed=seed))
 
 
+@app.command("eval")
+def eval_cmd(
+    file: Optional[Path] = typer.Option(None, "--file", "-f", help="JSONL with question + answer(s) (default: shipped 20-question math sample)."),
+    model: str = typer.Option("smollm2", "--model", "-m", help="smollm2 | tiny-llama | tiny-qwen2 | local HF directory."),
+    checkpoint: Optional[Path] = typer.Option(None, "--checkpoint", help="A role checkpoint saved by the hf backend (LoRA weights)."),
+    world: str = typer.Option("math", "--world", help="math | arithmetic (prompt + answer extraction)."),
+    k: int = typer.Option(0, "--k", help="Also report mean@k and Cover-EM@k with k samples per question."),
+    greedy: bool = typer.Option(True, "--greedy/--no-greedy", help="Greedy accuracy (one completion per question)."),
+    temperature: float = typer.Option(0.6, help="Sampling temperature for mean@k."),
+    top_p: float = typer.Option(0.95, help="Top-p for mean@k."),
+    max_new_tokens: int = typer.Option(512, help="Completion length limit."),
+    limit: Optional[int] = typer.Option(None, help="Only the first N questions."),
+    device: str = typer.Option("cpu", help="cpu | cuda"),
+    server: List[str] = typer.Option([], "--server", help="Sample from OpenAI-compatible server(s) instead (repeatable)."),
+    as_json: bool = typer.Option(True, "--json/--no-json"),
+):
+    """Accuracy (greedy), mean@k and Cover-EM of a model on a local JSONL benchmark; never downloads."""
+    from coevo.evaluate import EvalError, evaluate_jsonl
+    from coevo.worlds.math import SAMPLE_EVAL
+
+    path = file or SAMPLE_EVAL
+    if not path.is_file():
+        fail(f"eval file not found: {path}")
+    if world not in ("math", "arithmetic"):
+        fail(f"--world must be math or arithmetic, got {world!r}")
+    try:
+        from coevo.backends.roles import RoleConfigError, make_role_policies
+    except ImportError as e:
+        fail(f"the hf extra is needed for `coevo eval` (pip install -e '.[hf]'): {e}")
+    try:
+        cfg = {"model": model, "roles": ["solver"], "mode": "lora", "device": device, "lora": {"r": 16, "alpha": 32}}
+        if server:
+            cfg.update(backend="openai", servers=list(server), adapter_dir=str(Path(".coevo-eval-adapters")))
+        pol = make_role_policies(cfg)["solver"]
+        if checkpoint is not None:
+            if not checkpoint.is_file():
+                raise EvalError(f"checkpoint not found: {checkpoint}")
+            pol.load(str(checkpoint))
+        if world == "math":
+            from coevo.worlds.math import MathWorld
+
+            w = MathWorld()
+        else:
+            from coevo.worlds.arithmetic import ArithmeticWorld
+
+            w = ArithmeticWorld()
+        res = evaluate_jsonl(pol, w, path, k=k, greedy=greedy, temperature=temperature, top_p=top_p,
+                             max_new_tokens=max_new_tokens, limit=limit)
+    except (EvalError, RoleConfigError, UserError) as e:
+        fail(str(e))
+    except Exception as e:  # noqa: BLE001 - model loading errors etc. become one line
+        fail(f"{type(e).__name__}: {e}")
+    if as_json:
+        emit_json(res)
+    else:
+        for key in ("accuracy_greedy", "cover_em_greedy", f"mean@{k}", f"cover_em@{k}"):
+            if key in res:
+                console.print(f"{key}: {res[key]:.3f}")
+
+
 def main() -> None:  # pragma: no cover
     app()
 

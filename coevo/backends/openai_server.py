@@ -118,6 +118,8 @@ class OpenAIPolicy:
                 self._post(s, "/v1/unload_lora_adapter", {"lora_name": old}, raise_for_status=False)
             r = self._post(s, "/v1/load_lora_adapter", {"lora_name": name, "lora_path": str(Path(path).resolve())},
                            raise_for_status=False)
+            if r is not None and r.status_code == 400 and "already" in r.text.lower():
+                continue  # vLLM: this server kept the adapter from an earlier, partly failed sync
             if r is None or r.status_code != 200:
                 ok = False
                 reason = "unreachable" if r is None else f"HTTP {r.status_code}: {r.text[:200]}"

@@ -11,9 +11,11 @@
   reward it; SynCo-style recipes may).
 * ``extract_answer``: the last brace-balanced ``\\boxed{...}`` (R-Zero / mathruler).
 * ``equivalent``: cheap normalised string equality first, then the math verifier
-  (math-verify in killable pool workers, ``coevo.verify``).  An abstention (timeout,
-  unparsable) counts as "not equivalent" here; ``verdicts`` returns the Verdicts with
-  their reasons for callers that ledger them.
+  (``coevo.verify.checks.check_math``: math-verify, sympy fallback) *inline* -- the run
+  loop already calls it inside killable pool workers.  ``verdicts`` does the same
+  through a ``VerifierPool`` (for callers outside a worker) and returns Verdicts with
+  their reasons (timeout, unparsable, ...) for the ledger; ``group_answers`` is R-Zero's
+  majority-vote clustering on top of it.
 * No oracle: ``oracle`` returns None for generated questions, so pseudo-label accuracy
   (SPEC §1) needs a judge or a reference set; ``eval_set`` is a small shipped reference
   set (``coevo/data/eval_sample_math.jsonl``) used by ``coevo eval``.
@@ -69,9 +71,15 @@ def last_boxed(text: str | None) -> str | None:
     return None
 
 
+def boxed(s: str) -> str:
+    """Re-wrap an extracted answer so math-verify parses it as LaTeX (bare ``\\frac12`` or
+    ``(1,2)`` are otherwise missed by its default extraction)."""
+    return f"\\boxed{{{s}}}"
+
+
 def normalize_math(s: str) -> str:
     """Light normalisation for the fast equality path (the verifier decides the rest)."""
-    s = s.strip().strip("$").strip()
+    s = s.strip().rstrip(".").strip().strip("$").strip()
     for a, b in (("\\left", ""), ("\\right", ""), ("\\!", ""), ("\\,", ""), ("\\;", ""), ("\\dfrac", "\\frac"),
                  ("\\tfrac", "\\frac"), ("^\\circ", ""), ("^{\\circ}", ""), ("\\%", ""), ("%", "")):
         s = s.replace(a, b)
@@ -146,7 +154,8 @@ class MathWorld:
             else:
                 todo.append(i)
         if todo:
-            res = self._get_pool().map(math_task, [(pairs[i][0], pairs[i][1]) for i in todo], timeout_s=self.timeout_s)
+            res = self._get_pool().map(math_task, [(boxed(pairs[i][0]), boxed(pairs[i][1])) for i in todo],
+                                       timeout_s=self.timeout_s)
             for i, v in zip(todo, res):
                 out[i] = v
                 if getattr(v, "reason", "") not in ("timeout", "worker-crash"):
@@ -154,7 +163,32 @@ class MathWorld:
         return out
 
     def equivalent(self, a: str | None, b: str | None) -> bool:
-        return self.verdicts([(a, b)])[0].value == 1
+        """Inline check (fast path, then math-verify in *this* process).
+
+        The run loop calls this inside its killable verifier-pool workers (the world is
+        pickled into them), so it must not start a pool of its own; outside a worker,
+        use ``verdicts`` (which goes through the pool) for untrusted model output."""
+        if a is None or b is None:
+            return False
+        if normalize_math(a) == normalize_math(b):
+            return True
+        from coevo.verify.checks import check_math
+
+        return check_math(boxed(a), boxed(b)).value == 1
+
+    def __getstate__(self) -> dict:  # picklable into pool workers: no pool, no cache
+        st = dict(self.__dict__)
+        st["_pool"], st["_cache"] = None, {}
+        return st
+
+    @classmethod
+    def from_config(cls, cfg) -> "MathWorld":
+        """From the run config: ``world.challenger_prompt_line`` is the difficulty phrase."""
+        phrase = getattr(cfg.world, "challenger_prompt_line", None)
+        line = DIFFICULTY_LINE
+        if phrase is not None and phrase.replace(" ", "") != "fewerthan30%ofadvancedhigh-schoolstudentscouldsolveit":
+            line = f"Aim for a difficulty such that {phrase.strip().rstrip('.')}. " if phrase.strip() else ""
+        return cls(difficulty_line=line, timeout_s=float(getattr(getattr(cfg, "verify", None), "timeout_s", 5.0)))
 
     def group_answers(self, answers: Sequence[str | None]) -> list[int]:
         """Cluster id per answer (pairwise equivalence against cluster representatives, as

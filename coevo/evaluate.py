@@ -1,0 +1,142 @@
+"""Benchmark evaluation on local JSONL files (no downloads at run time).
+
+Each line: ``{"question": ..., "answer": "..."}`` or ``{"question": ..., "answers": [...]}``
+(``problem`` / ``golden_answers`` are accepted too; optional ``id`` and ``level``).
+Prompts come from the world's ``solver_prompt``; the answer from ``extract_answer``.
+
+Metrics, per file and per ``level``:
+
+* ``accuracy_greedy`` — one greedy completion per question, judged by the world's
+  equivalence check against any reference answer (math: math-verify through the
+  killable verifier pool; an abstention counts as wrong and is counted under
+  ``abstained``).
+* ``mean@k`` — k sampled completions per question (temperature / top-p), the mean
+  correctness over all k (R-Zero reports mean@32 on AMC/AIME).
+* ``cover_em_greedy`` / ``cover_em@k`` — Cover-EM (Search-R1): a SQuAD-normalised
+  reference is a substring of the normalised extracted answer (the whole completion
+  when nothing could be extracted).  Lenient by design; reported beside accuracy,
+  never instead of it.
+"""
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from coevo.backends.base import SamplingParams
+
+
+class EvalError(ValueError):
+    """Bad evaluation input (file missing, malformed line)."""
+
+
+def _judge(world, preds: list[str | None], golds: list[list[str]]) -> list[Any]:
+    """One Verdict-like per prediction: correct if equivalent to any gold."""
+    pairs, owner = [], []
+    for i, (p, gs) in enumerate(zip(preds, golds)):
+        for g in gs:
+            pairs.append((p, g))
+            owner.append(i)
+    if hasattr(world, "verdicts"):
+        vs = world.verdicts(pairs)
+        vals = [v.value for v in vs]
+        reasons = [getattr(v, "reason", "") for v in vs]
+    else:  # worlds without a pool-backed check (arithmetic: exact integer comparison)
+        vals = [1 if world.equivalent(a, b) else 0 for a, b in pairs]
+        reasons = [""] * len(pairs)
+    out = [{"value": 0, "abstained": False, "reason": ""} for _ in preds]
+    seen_value = [False] * len(preds)
+    for i, v, r in zip(owner, vals, reasons):
+        if v == 1:
+            out[i] = {"value": 1, "abstained": False, "reason": ""}
+        elif v is not None:
+            seen_value[i] = True
+        elif out[i]["value"] != 1 and not seen_value[i] and preds[i] is not None:
+            out[i] = {"value": 0, "abstained": True, "reason": r}
+    for i, o in enumerate(out):  # a decided 0 against some gold overrides an abstention on another
+        if o["abstained"] and seen_value[i]:
+            o["abstained"] = False
+    return out
+
+
+def evaluate_jsonl(policy, world, path: str | Path, k: int = 0, greedy: bool = True, temperature: float = 0.6,
+                   top_p: float = 0.95, max_new_tokens: int = 512, limit: int | None = None,
+                   batch_size: int = 16, keep_samples: bool = False) -> dict:
+    """Greedy accuracy and/or mean@k (+ Cover-EM) of ``policy`` on a local JSONL file."""
+    from coevo.verify.answers import cover_em
+    from coevo.worlds.math import load_jsonl_tasks
+
+    path = Path(path)
+    if not path.is_file():
+        raise EvalError(f"eval file not found: {path}")
+    try:
+        tasks = load_jsonl_tasks(path)
+    except ValueError as e:
+        raise EvalError(str(e)) from None
+    if limit:
+        tasks = tasks[:limit]
+    if not tasks:
+        raise EvalError(f"{path}: no questions")
+    if not greedy and k <= 0:
+        raise EvalError("nothing to do: greedy is off and k = 0")
+    prompts = [world.solver_prompt(t) for t in tasks]
+    golds = [list(t.meta.get("answers") or [t.reference]) for t in tasks]
+    levels = [str(t.meta.get("difficulty", "all")) for t in tasks]
+    t0 = time.time()
+    result: dict[str, Any] = {"file": str(path), "n": len(tasks), "policy_version": getattr(policy, "version", ""),
+                              "world": getattr(world, "name", ""), "max_new_tokens": max_new_tokens}
+    runs = []
+    if greedy:
+        runs.append(("greedy", 1, SamplingParams(greedy=True, temperature=0.0, max_new_tokens=max_new_tokens)))
+    if k > 0:
+        runs.append((f"@{k}", k, SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens)))
+        result.update(temperature=temperature, top_p=top_p, k=k)
+    samples = []
+    for tag, n, sp in runs:
+        comps = []
+        for i in range(0, len(prompts), batch_size):
+            comps.extend(policy.sample(prompts[i:i + batch_size], n, sp))
+        flat = [(j, c) for j, group in enumerate(comps) for c in group]
+        preds = [world.extract_answer(c.text) if c.finish_reason != "error" else None for _, c in flat]
+        verdicts = _judge(world, preds, [golds[j] for j, _ in flat])
+        cover = [cover_em(p if p is not None else c.text, golds[j]) for (j, c), p in zip(flat, preds)]
+        per_task = defaultdict(list)
+        per_task_cov = defaultdict(list)
+        for (j, c), v, cv in zip(flat, verdicts, cover):
+            per_task[j].append(v["value"])
+            per_task_cov[j].append(cv)
+        acc = [sum(per_task[j]) / len(per_task[j]) for j in range(len(tasks))]
+        cov = [sum(per_task_cov[j]) / len(per_task_cov[j]) for j in range(len(tasks))]
+        name = "accuracy_greedy" if tag == "greedy" else f"mean{tag}"
+        cname = "cover_em_greedy" if tag == "greedy" else f"cover_em{tag}"
+        result[name] = sum(acc) / len(acc)
+        result[cname] = sum(cov) / len(cov)
+        result[f"se_{name}"] = _se(acc)
+        result[f"no_answer_{tag}"] = sum(p is None for p in preds) / len(preds)
+        result[f"abstained_{tag}"] = sum(v["abstained"] for v in verdicts)
+        result[f"errors_{tag}"] = sum(c.finish_reason == "error" for _, c in flat)
+        by_level: dict[str, dict] = {}
+        for lv in sorted(set(levels)):
+            idx = [j for j in range(len(tasks)) if levels[j] == lv]
+            by_level[lv] = {"n": len(idx), name: sum(acc[j] for j in idx) / len(idx),
+                            cname: sum(cov[j] for j in idx) / len(idx)}
+        result.setdefault("by_level", {})
+        for lv, d in by_level.items():
+            result["by_level"].setdefault(lv, {}).update(d)
+        if keep_samples:
+            samples.extend({"task_id": tasks[j].task_id, "run": tag, "text": c.text, "pred": p, "correct": v["value"],
+                            "cover_em": cv} for (j, c), p, v, cv in zip(flat, preds, verdicts, cover))
+    result["seconds"] = round(time.time() - t0, 2)
+    if keep_samples:
+        result["samples"] = samples
+    return result
+
+
+def _se(xs: list[float]) -> float:
+    """Binomial-style standard error of a mean over questions."""
+    n = len(xs)
+    if n < 2:
+        return 0.0
+    m = sum(xs) / n
+    return (sum((x - m) ** 2 for x in xs) / (n - 1) / n) ** 0.5
