@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Literal, Optional
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 PRESET_DIR = Path(__file__).parent / "presets"
 
@@ -35,7 +35,7 @@ class WorldConfig(Strict):
 class SamplingConfig(Strict):
     temperature: float = Field(1.0, gt=0)
     top_p: float = Field(1.0, gt=0, le=1)
-    max_new_tokens: int = Field(24, ge=1)
+    max_new_tokens: int = Field(64, ge=1)
 
 
 class LossSection(Strict):
@@ -90,6 +90,68 @@ class VerifyConfig(Strict):
     timeout_s: float = Field(5.0, gt=0)
 
 
+class SynCoConfig(Strict):
+    """SynCo loop counts and validator/consensus settings (seed 000; shared by recipes synco and rgbc).
+
+    Defaults are CPU-sized; the paper constants (32 tasks per step, K = 4) are in presets/paper.yaml.
+    """
+    rounds: int = Field(2, ge=1, description="rounds; each = steps_per_round joint steps, then an eval")
+    steps_per_round: int = Field(5, ge=1, description="joint Synthesizer+Reasoner steps per round")
+    tasks_per_step: int = Field(32, ge=1, description="tasks the Synthesizer writes per step (paper: 32)")
+    synth_group: int = Field(4, ge=1, description="tasks per Synthesizer prompt (its GRPO group); divides tasks_per_step")
+    k: int = Field(4, ge=1, description="Reasoner rollouts per task and group (paper: K = 4)")
+    synth_max_tokens: int = Field(80, ge=8, description="max new tokens of a Synthesizer output")
+    consensus: bool = Field(True, description="run the independent consensus check before any rollout")
+    consensus_n: int = Field(4, ge=1, description="independent solves per task in the consensus check")
+    consensus_min_agree: int = Field(1, ge=1, description="reject a task when fewer solves than this match its reference")
+    redundancy_window: int = Field(256, ge=0, description="N: redundancy is checked against the last N validated tasks")
+    hard_checks: list[Literal["schema", "well_posed", "consistency", "legality", "redundancy"]] = Field(
+        default_factory=lambda: ["schema", "well_posed", "consistency", "legality", "redundancy"],
+        description="validator checks whose failure rejects the task before any rollout")
+    quality_weights: dict[str, float] = Field(
+        default_factory=lambda: {"schema": 1.0, "well_posed": 1.0, "legality": 1.0, "novelty": 1.0},
+        description="quality score v_q = weighted mean of these components (feeds G_q); see docs/rgbc.md")
+    reliability_weights: dict[str, float] = Field(
+        default_factory=lambda: {"steps_parse": 1.0, "chain": 1.0, "operands": 1.0, "final": 1.0},
+        description="reliability score v_r = weighted mean of rule-based consistency checks (feeds G_r)")
+    reward_formatted: float = Field(1.0, description="Reasoner reward: correct and well formatted")
+    reward_recovered: float = Field(0.9, description="Reasoner reward: correct after format recovery")
+    invalid_reward: float = Field(-1.0, description="Synthesizer reward of an output the validator rejects")
+    consensus_reject_reward: float = Field(-0.5, description="Synthesizer reward of a task the consensus check rejects")
+    instrument: bool = Field(True, description="audit-only confirm/post groups where the arm has none (kappa, nu, lag of SynCo)")
+    audit_samples: int = Field(48, ge=0, description="oracle audit: extra samples per task for its true pass rate (audit-only cost)")
+    mid_band: list[float] = Field(default_factory=lambda: [0.25, 0.75], min_length=2, max_length=2,
+                                  description="true-p band reported as the mid band (m_4(p) >= 0.68 inside it)")
+
+    @model_validator(mode="after")
+    def _groups_divide(self):
+        if self.tasks_per_step % self.synth_group:
+            raise ValueError(f"tasks_per_step ({self.tasks_per_step}) must be a multiple of synth_group "
+                             f"({self.synth_group})")
+        return self
+
+
+class RGBCConfig(Strict):
+    """RGBC options (seed 000 §核心思路); counts come from the synco section."""
+    arm: Literal["synco", "mu_tilde", "full"] = Field("full", description="synco = T(mu_1); mu_tilde = T(mu~) no "
+                                                      "kappa discount; full = T(mu~) omega(kappa), confirm after update")
+    omega0: float = Field(0.2, ge=0, le=1, description="omega(kappa = 0)")
+    confirm: bool = Field(True, description="draw the confirm group (off + omega0 = 1 reduces to SynCo)")
+    confirm_timing: Literal["auto", "pre", "post"] = Field(
+        "auto", description="confirm group before or after the Reasoner update; auto: full = post, others = pre")
+    reward_mu: Literal["tilde", "post"] = Field("tilde", description="argument of T in arm full: mu~ over 2K, or mu_post alone")
+    doubt_policy: Literal["drop", "anchor"] = Field(
+        "drop", description="reference-in-doubt tasks: drop, or use the mode answer as provisional anchor")
+    doubt_stable: float = Field(0.75, gt=0, le=1, description="mode share that makes a nu = 0 task 'in doubt'")
+    doubt_reward: float = Field(0.0, description="Synthesizer reward of a dropped in-doubt task")
+    budget: Literal["matched", "none"] = Field(
+        "matched", description="matched: arm synco spends the confirm budget an RGBC arm would (its observed "
+                               "bearing rate) on extra tasks; none: no matching")
+    budget_prior: float = Field(0.17, ge=0, le=1, description="bearing rate assumed before the first step (seed: ~17%)")
+    doubt_gate_precision: float = Field(0.80, ge=0, le=1, description="human-check gate: precision of the mode anchor")
+    doubt_gate_recall: float = Field(0.75, ge=0, le=1, description="human-check gate: recall of the mode anchor")
+
+
 class RunConfig(Strict):
     recipe: Literal["rzero", "synco", "rgbc"] = "rzero"
     preset: str = "cpu"
@@ -101,6 +163,8 @@ class RunConfig(Strict):
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     loss: LossSection = Field(default_factory=LossSection)
     rzero: RZeroConfig = Field(default_factory=RZeroConfig)
+    synco: SynCoConfig = Field(default_factory=SynCoConfig)
+    rgbc: RGBCConfig = Field(default_factory=RGBCConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
 

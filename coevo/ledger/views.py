@@ -92,3 +92,99 @@ def run_info(led: Ledger) -> dict:
     if not rows:
         raise ValueError("ledger holds no run")
     return rows[0]
+
+
+# ---------------------------------------------------------------------- audit views (coevo.audit.run_audit)
+def oracle_groups(led: Ledger, run_id: str, purposes: tuple[str, ...] = ("p_hat", "candidate")) -> dict[str, list]:
+    """One row per group of solver answers to one task (task, step, purpose): the number of
+    answers, how many the oracle verdict (target 'oracle') judged correct, how many it abstained on."""
+    marks = ", ".join("?" for _ in purposes)
+    return led.columns(
+        "SELECT r.task_id, r.step, r.purpose, count(*) AS n, "
+        "sum(CASE WHEN v.value = 1 THEN 1 ELSE 0 END) AS n_correct, "
+        "sum(CASE WHEN v.value IS NULL THEN 1 ELSE 0 END) AS n_abstained "
+        "FROM rollouts r JOIN verdicts v ON v.run_id = r.run_id AND v.rollout_id = r.rollout_id "
+        "AND v.target = 'oracle' "
+        f"WHERE r.run_id = ? AND r.role = 'solver' AND r.purpose IN ({marks}) "
+        "GROUP BY r.task_id, r.step, r.purpose ORDER BY r.step, r.task_id, r.purpose",
+        [run_id, *purposes])
+
+
+def kept_label_rows(led: Ledger, run_id: str) -> dict[str, list]:
+    """Kept candidate tasks (R-Zero solver dataset): pseudo-label, oracle answer, and the oracle
+    verdict on a candidate rollout whose answer is the pseudo-label (NULL if none / abstained)."""
+    return led.columns(
+        "SELECT t.task_id, t.round, t.step, t.pseudo_label, t.oracle_answer, "
+        "(SELECT max(v.value) FROM rollouts r JOIN verdicts v ON v.run_id = r.run_id "
+        " AND v.rollout_id = r.rollout_id AND v.target = 'oracle' "
+        " WHERE r.run_id = t.run_id AND r.task_id = t.task_id AND r.purpose = 'candidate' "
+        " AND r.answer = t.pseudo_label) AS label_verdict "
+        "FROM tasks t WHERE t.run_id = ? AND t.source = 'candidate' AND t.kept ORDER BY t.step, t.task_id",
+        [run_id])
+
+
+def task_stats_rows(led: Ledger, run_id: str) -> dict[str, list]:
+    """All task_stats rows of a run (screen/confirm recipes), with the task's oracle answer."""
+    return led.columns(
+        "SELECT s.*, (SELECT max(t.oracle_answer) FROM tasks t WHERE t.run_id = s.run_id "
+        "AND t.task_id = s.task_id) AS oracle_answer FROM task_stats s WHERE s.run_id = ? "
+        "ORDER BY s.step, s.task_id", [run_id])
+
+
+def verdict_groups(led: Ledger, run_id: str) -> dict[str, list]:
+    """Verdicts grouped by (task, target, verifier kind, criterion): total, abstained (value NULL), passed."""
+    return led.columns(
+        "SELECT task_id, target, verifier_kind, coalesce(criterion_id, '') AS criterion_id, count(*) AS n, "
+        "count(*) - count(value) AS n_abstained, sum(CASE WHEN value = 1 THEN 1 ELSE 0 END) AS n_pass "
+        "FROM verdicts WHERE run_id = ? GROUP BY ALL ORDER BY task_id, target, verifier_kind, criterion_id",
+        [run_id])
+
+
+def abstention_reasons(led: Ledger, run_id: str) -> dict[str, int]:
+    rows = led.query("SELECT coalesce(reason, '') AS reason, count(*) AS n FROM verdicts "
+                     "WHERE run_id = ? AND value IS NULL GROUP BY ALL ORDER BY n DESC", [run_id])
+    return {r["reason"]: int(r["n"]) for r in rows}
+
+
+def challenger_scores(led: Ledger, run_id: str) -> dict[str, list]:
+    """Parsed Challenger questions with p_hat and their reward row (components_json holds r_unc, r_rep)."""
+    return led.columns(
+        "SELECT t.task_id, t.step, t.p_hat, w.reward, w.components_json FROM tasks t "
+        "LEFT JOIN rewards w ON w.run_id = t.run_id AND w.task_id = t.task_id AND w.step = t.step "
+        "AND w.role = 'challenger' WHERE t.run_id = ? AND t.source = 'challenger' AND t.parse_ok "
+        "ORDER BY t.step, t.task_id", [run_id])
+
+
+# ---------------------------------------------------------------------- SynCo / RGBC (issue 5)
+def task_stats_columns(led: Ledger, run_id: str) -> dict[str, list]:
+    """All ``task_stats`` rows of a run as columns, ordered by step and task id."""
+    return led.columns("SELECT * FROM task_stats WHERE run_id = ? ORDER BY step, task_id", [run_id])
+
+
+def synthesizer_tasks(led: Ledger, run_id: str) -> dict[str, dict]:
+    """task_id -> question, reference, oracle answer, difficulty, meta (parsed) of Synthesizer tasks."""
+    rows = led.query("SELECT task_id, step, question, reference, oracle_answer, difficulty, meta_json FROM tasks "
+                     "WHERE run_id = ? AND source = 'synthesizer' ORDER BY step, task_id", [run_id])
+    out = {}
+    for r in rows:
+        r["meta"] = json.loads(r.pop("meta_json") or "{}")
+        out[r["task_id"]] = r
+    return out
+
+
+def doubt_pool(led: Ledger, run_id: str) -> list[dict]:
+    """Tasks on which nu is defined (screen-bearing, mode known), with question, reference and mode.
+
+    One row per task: task_id, step, question, reference, mode_answer, in_doubt, nu, oracle_answer.
+    """
+    return led.query("SELECT s.task_id, s.step, t.question, t.reference, s.mode_answer, s.in_doubt, s.nu, "
+                     "t.oracle_answer FROM task_stats s JOIN tasks t ON s.run_id = t.run_id AND s.task_id = t.task_id "
+                     "WHERE s.run_id = ? AND s.nu IS NOT NULL AND s.mode_answer IS NOT NULL "
+                     "ORDER BY s.step, s.task_id", [run_id])
+
+
+def rollout_counts(led: Ledger, run_id: str) -> dict[str, int]:
+    """Solver rollouts per purpose (screen, confirm, consensus, instrument groups, ...)."""
+    rows = led.query("SELECT purpose, count(*) AS n FROM rollouts WHERE run_id = ? AND role = 'solver' "
+                     "GROUP BY purpose ORDER BY purpose", [run_id])
+    return {r["purpose"]: int(r["n"]) for r in rows}

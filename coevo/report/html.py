@@ -115,6 +115,13 @@ def write_report(run_dir: Path, extra_sections: list[str] | None = None) -> Path
             sections.append(audit_section_html(run_dir, led, run_id))
         except ImportError:
             pass
+        if summary.get("recipe") in ("synco", "rgbc"):
+            try:
+                from coevo.report.teachable import teachable_section_html
+            except ImportError:
+                teachable_section_html = None
+            if teachable_section_html is not None:
+                sections.append(teachable_section_html(run_dir, led, run_id))
     finally:
         led.close()
     diffs = list(summary["eval_n_by_difficulty"])

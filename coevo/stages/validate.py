@@ -1,0 +1,254 @@
+"""SynCo's validator rho_t and consensus check (seed 000 §背景与动机, SPEC §2), arithmetic world.
+
+Before any Reasoner rollout, every Synthesizer output
+``<question>EXPR</question><solution>STEPS</solution><answer>N</answer>`` goes through five
+rule-based checks, each with a verdict and a reason that the recipe writes to the ledger:
+
+* ``schema``      exactly one non-empty question, solution and answer block, in that order;
+* ``well_posed``  the question parses in the world (an expression of the accepted shape);
+* ``consistency`` the solution's last step ends in the final answer (rule based, no solving:
+                  recomputing the steps would be an oracle in this world, so it is not done);
+* ``legality``    the answer is a legal integer, the output ended with <eos>, nothing outside tags;
+* ``redundancy``  the question is not a verbatim repeat of one of the last N validated tasks.
+
+Two scores feed SynCo's gates G_q and G_r (docs/rgbc.md): quality ``v_q`` = weighted mean of
+(schema, well_posed, legality, novelty = 1 - max BLEU to the last N tasks); reliability ``v_r`` =
+weighted mean of the rule checks of the solution (steps parse, steps chain, question operands
+used, final value = answer). Then the consensus check: independent solves of each task; a task
+whose solves do not support its reference (fewer than ``min_agree`` match it) is rejected.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from coevo.worlds.base import Task
+
+CHECKS = ("schema", "well_posed", "consistency", "legality", "redundancy")
+VALIDATOR_KIND = "synco-validator"
+_BLOCK = {tag: re.compile(rf"<{tag}>(.*?)</{tag}>", re.S) for tag in ("question", "solution", "answer")}
+_STEP_RE = re.compile(r"^\s*(-?\d{1,7})\s*([+\-*])\s*(\d{1,7})\s*=\s*(-?\d{1,7})\s*$")
+_LEGAL_INT = re.compile(r"^-?\d{1,7}$")
+_TAGS_ONLY = re.compile(r"^(?:<question>.*?</question>)(?:<solution>.*?</solution>)(?:<answer>.*?</answer>)$", re.S)
+_SPECIAL = re.compile(r"<[^<>]*>")
+_LEAD_INT = re.compile(r"^\s*(-?\d{1,7})(?!\d)")
+
+
+@dataclass
+class Validation:
+    """Verdicts of rho_t on one Synthesizer output."""
+
+    task: Task | None  # the parsed task (question, reference answer, solution) or None
+    checks: dict[str, tuple[bool, str]] = field(default_factory=dict)  # name -> (passed, reason)
+    ok: bool = False  # every hard check passed
+    quality: float = 0.0  # v_q in [0, 1]
+    reliability: float = 0.0  # v_r in [0, 1]
+    novelty: float = 0.0  # 1 - max BLEU similarity to the recent window
+    parts: dict[str, float] = field(default_factory=dict)  # score components
+
+
+def _blocks(text: str) -> dict[str, list[str]]:
+    return {tag: rx.findall(text) for tag, rx in _BLOCK.items()}
+
+
+def check_schema(text: str) -> tuple[bool, str]:
+    b = _blocks(text)
+    for tag in ("question", "solution", "answer"):
+        if not b[tag]:
+            return False, f"missing-{tag}"
+        if len(b[tag]) > 1:
+            return False, f"duplicate-{tag}"
+        if not b[tag][0].strip():
+            return False, f"empty-{tag}"
+    if not (text.find("<question>") < text.find("<solution>") < text.find("<answer>")):
+        return False, "tags-out-of-order"
+    return True, ""
+
+
+def parse_steps(solution: str) -> list[tuple[int, str, int, int]] | None:
+    """``A op B = C`` steps separated by ';' (the format of the pretrained Synthesizer)."""
+    out = []
+    for part in solution.split(";"):
+        m = _STEP_RE.match(part)
+        if not m:
+            return None
+        out.append((int(m.group(1)), m.group(2), int(m.group(3)), int(m.group(4))))
+    return out or None
+
+
+def reliability_parts(question: str, solution: str, answer: str) -> dict[str, float]:
+    """Rule-based consistency of a reference solution with its question and final answer.
+
+    ``steps_parse``: every step reads ``A op B = C``; ``chain``: each step starts from the
+    previous step's result (or a question operand); ``operands``: every operand of the
+    question appears in the steps; ``final``: the last step's value equals the final answer.
+    None of these recomputes arithmetic (that would be the oracle).
+    """
+    steps = parse_steps(solution)
+    if steps is None:
+        return {"steps_parse": 0.0, "chain": 0.0, "operands": 0.0, "final": 0.0}
+    q_nums = [int(x) for x in re.findall(r"\d+", question)]
+    results, chain_ok = [], True
+    for i, (a, _, _, c) in enumerate(steps):
+        if i > 0 and a not in results and a not in q_nums:
+            chain_ok = False
+        results.append(c)
+    used = {a for a, _, _, _ in steps} | {b for _, _, b, _ in steps}
+    operands = float(all(n in used or n in results for n in q_nums))
+    final = 0.0
+    if _LEGAL_INT.match(answer.strip() or "x"):
+        final = float(steps[-1][3] == int(answer.strip()))
+    return {"steps_parse": 1.0, "chain": float(chain_ok), "operands": operands, "final": final}
+
+
+def _weighted(parts: dict[str, float], weights: dict[str, float]) -> float:
+    tot = sum(w for k, w in weights.items() if k in parts)
+    if tot <= 0:
+        return 0.0
+    return float(sum(parts[k] * w for k, w in weights.items() if k in parts) / tot)
+
+
+def novelty_scores(world, questions: Sequence[str], recent: Sequence[str]) -> np.ndarray:
+    """1 - max BLEU similarity of each question to the recent window and to earlier ones of the batch."""
+    from coevo.rewards.repetition import pairwise_bleu
+
+    if not questions:
+        return np.zeros(0)
+    allq = [world.repetition_text(q) for q in list(recent) + list(questions)]
+    sim = pairwise_bleu(allq)
+    r = len(recent)
+    out = np.ones(len(questions))
+    for j in range(len(questions)):
+        cols = list(range(r + j))  # recent window and earlier questions of this batch
+        if cols:
+            out[j] = 1.0 - float(np.max(sim[r + j, cols]))
+    return np.clip(out, 0.0, 1.0)
+
+
+def validate_outputs(world, completions, task_ids: Sequence[str], recent: Sequence[str],
+                     hard_checks: Sequence[str], quality_weights: dict, reliability_weights: dict) -> list[Validation]:
+    """Run rho_t on a batch of Synthesizer completions (``recent``: the last N validated questions)."""
+    vals: list[Validation] = []
+    for c, tid in zip(completions, task_ids):
+        text = c.text
+        v = Validation(None)
+        v.checks["schema"] = check_schema(text)
+        parsed = world.parse_task(text, tid)
+        v.checks["well_posed"] = (parsed.ok, parsed.reason)
+        b = _blocks(text)
+        sol = b["solution"][0].strip() if b["solution"] else ""
+        ans = b["answer"][-1].strip() if b["answer"] else ""
+        q = parsed.task.question if parsed.ok else (b["question"][-1].strip() if b["question"] else "")
+        rel = reliability_parts(q, sol, ans)
+        if not sol:
+            v.checks["consistency"] = (False, "no-solution")
+        elif rel["steps_parse"] == 0:
+            v.checks["consistency"] = (False, "step-unparsable")
+        elif rel["final"] == 0:
+            v.checks["consistency"] = (False, "final-value-mismatch")
+        else:
+            v.checks["consistency"] = (True, "")
+        if not _LEGAL_INT.match(ans):
+            v.checks["legality"] = (False, "answer-not-an-integer" if ans else "no-answer")
+        elif c.finish_reason != "stop":
+            v.checks["legality"] = (False, "no-eos")
+        elif not _TAGS_ONLY.match(text.strip()):
+            v.checks["legality"] = (False, "text-outside-tags")
+        elif "<unk>" in text:
+            v.checks["legality"] = (False, "unknown-token")
+        else:
+            v.checks["legality"] = (True, "")
+        if parsed.ok:
+            t = parsed.task
+            t.reference = str(int(ans)) if _LEGAL_INT.match(ans) else None
+            t.solution = sol
+            v.task = t
+        v.parts = {"schema": float(v.checks["schema"][0]), "well_posed": float(v.checks["well_posed"][0]),
+                   "legality": float(v.checks["legality"][0]), **rel}
+        v.reliability = _weighted(rel, reliability_weights)
+        vals.append(v)
+    # redundancy and novelty against the window and earlier tasks of the batch
+    seen = set(recent)
+    cand = [i for i, v in enumerate(vals) if v.task is not None]
+    nov = novelty_scores(world, [vals[i].task.question for i in cand], list(recent))
+    for j, i in enumerate(cand):
+        vals[i].novelty = float(nov[j])
+    for i, v in enumerate(vals):
+        if v.task is None:
+            v.checks["redundancy"] = (False, "no-question")
+        elif v.task.question in seen:
+            v.checks["redundancy"] = (False, "duplicate-of-recent")
+        else:
+            v.checks["redundancy"] = (True, "")
+        pre_ok = all(v.checks[h][0] for h in hard_checks if h != "redundancy")
+        if v.task is not None and pre_ok:
+            seen.add(v.task.question)
+        v.parts["novelty"] = v.novelty
+        v.quality = _weighted(v.parts, quality_weights)
+        v.ok = v.task is not None and v.task.reference is not None and all(v.checks[h][0] for h in hard_checks)
+    return vals
+
+
+# ----------------------------------------------------------------------------- Reasoner answers
+def reasoner_answer(world, completion) -> tuple[str | None, bool]:
+    """(answer, well_formatted) of a Reasoner rollout, with the arithmetic format-recovery rule.
+
+    Well formatted: the whole completion is one integer and it ended with <eos> (the world's
+    ``extract_answer``). Otherwise *format recovery*: strip special tags, take the integer at the
+    start of what is left if one stands there (``12 junk``, ``<answer>12``, ``12`` without
+    <eos>); such an answer earns 0.9 instead of 1.0 when correct (SynCo's recovery tier).
+    """
+    text = completion.text
+    a = world.extract_answer(text)
+    if a is not None and completion.finish_reason == "stop":
+        return a, True
+    if a is not None:
+        return a, False
+    m = _LEAD_INT.match(_SPECIAL.sub("", text))
+    if m:
+        return str(int(m.group(1))), False
+    return None, False
+
+
+def reasoner_rewards(match_values: Sequence[int | None], formatted: Sequence[bool],
+                     formatted_reward: float = 1.0, recovered_reward: float = 0.9) -> np.ndarray:
+    """SynCo Reasoner reward: 1.0 correct and formatted, 0.9 correct after recovery, else 0."""
+    return np.array([(formatted_reward if f else recovered_reward) if v == 1 else 0.0
+                     for v, f in zip(match_values, formatted)], dtype=float)
+
+
+# ----------------------------------------------------------------------------- consensus
+@dataclass
+class Consensus:
+    ok: bool
+    support: int  # independent solves that match the reference
+    n: int
+    reason: str
+    verdicts: list = field(default_factory=list)  # one Verdict per independent solve (vs the reference)
+
+    @property
+    def agreement(self) -> float:
+        return self.support / self.n if self.n else float("nan")
+
+
+def consensus_check(verifier, answers: Sequence[Sequence[str | None]], references: Sequence[str | None],
+                    min_agree: int = 1) -> list[Consensus]:
+    """Reject a task whose independent solves do not support its reference (< ``min_agree`` match).
+
+    All comparisons go through the verifier; an abstaining comparison counts as no support.
+    """
+    pairs = [(a, ref) for ans, ref in zip(answers, references) for a in ans]
+    verdicts = verifier.match_many(pairs)
+    out, j = [], 0
+    for ans in answers:
+        vs = verdicts[j:j + len(ans)]
+        j += len(ans)
+        support = sum(1 for v in vs if v.value == 1)
+        abst = sum(1 for v in vs if v.value is None)
+        ok = support >= min_agree
+        reason = f"support={support}/{len(ans)}" + (f" abstained={abst}" if abst else "")
+        out.append(Consensus(ok, support, len(ans), reason if ok else f"unsupported-reference {reason}", list(vs)))
+    return out
