@@ -1,0 +1,715 @@
+"""`coevo audit RUN_DIR...`: the instruments of coevo.audit.instruments over run ledgers.
+
+Each instrument is computed from arrays that ledger views return (SQL stays in
+coevo/ledger/views.py) by the pure functions of coevo.audit.instruments / stats / nullmodel.
+An instrument the run's data cannot support is reported as ``unavailable`` with the reason,
+never silently dropped. See docs/audit.md for definitions, source columns and intervals.
+"""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+import yaml
+
+from coevo.audit.instruments import (
+    abstention_share, bearing_indicator, bearing_rate, false_agreement_mass, kappa_bar, lag_bar,
+    nu_bar, pseudo_label_accuracy, seed_range, top_quartile_enrichment,
+)
+from coevo.audit.nullmodel import invert_null_model, null_model_shares
+from coevo.audit.stats import Z95, Estimate, batch_bootstrap_ci, binomial_se, clustered_se
+from coevo.ledger import views
+from coevo.ledger.store import Ledger, LedgerError
+
+__all__ = ["AuditError", "audit_run", "audit_runs", "print_audit", "audit_section_html", "null_fit_error",
+           "bootstrap_stat", "HEADLINE"]
+
+N_BOOT = 1000
+MIN_BATCHES = 5  # fewer batches (steps) than this: no batch bootstrap, a Wald interval instead
+# headline numbers whose seed-to-seed range is reported when several seeds of one recipe/arm are given
+HEADLINE = ("bearing_rate", "productive_rate_replicated", "kappa_bar", "nu_bar", "lag", "pseudo_label_accuracy",
+            "false_agreement_mass", "eval_accuracy")
+
+
+class AuditError(Exception):
+    """A run directory that cannot be audited (no ledger, unreadable ledger, no run)."""
+
+
+# ---------------------------------------------------------------------- small helpers
+def _f(x) -> Optional[float]:
+    if x is None:
+        return None
+    x = float(x)
+    return x if np.isfinite(x) else None
+
+
+def _ok(label: str, est: Estimate, source: str, interval: str, note: str = "", **extra) -> Dict[str, Any]:
+    ex = {k: v for k, v in est.extra.items()}
+    interval = ex.pop("interval_method", interval)
+    ex.update(extra)
+    return {"label": label, "status": "ok", "value": _f(est.value), "se": _f(est.se), "ci_low": _f(est.ci_low),
+            "ci_high": _f(est.ci_high), "n": int(est.n), "interval": interval, "source": source, "note": note,
+            "extra": _jsonable(ex)}
+
+
+def _na(label: str, reason: str, source: str = "") -> Dict[str, Any]:
+    return {"label": label, "status": "unavailable", "reason": reason, "source": source}
+
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, (np.floating, float)):
+        return _f(x)
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, np.bool_):
+        return bool(x)
+    return x
+
+
+def bootstrap_stat(values, batches, stat: Callable[[np.ndarray], float], n_boot: int = N_BOOT, seed: int = 0,
+                   alpha: float = 0.05) -> Dict[str, float]:
+    """Percentile bootstrap of any statistic of the pooled values, resampling whole batches
+    (seed 000 §局限性 二). Used for statistics that are not means (median |lag|)."""
+    y = np.asarray(values, dtype=float)
+    b = np.asarray(batches)
+    keys, inv = np.unique(b, return_inverse=True)
+    g = len(keys)
+    nan = float("nan")
+    if g < 2:
+        return {"ci_low": nan, "ci_high": nan, "se": nan, "n_batches": g}
+    members = [y[inv == j] for j in range(g)]
+    rng = np.random.default_rng(seed)
+    stats = np.array([stat(np.concatenate([members[j] for j in rng.integers(0, g, size=g)]))
+                      for _ in range(n_boot)])
+    stats = stats[np.isfinite(stats)]
+    lo, hi = np.quantile(stats, [alpha / 2, 1 - alpha / 2])
+    return {"ci_low": float(lo), "ci_high": float(hi), "se": float(stats.std(ddof=1)), "n_batches": g}
+
+
+def _cos_grid(n: int = 201) -> np.ndarray:
+    return 0.5 * (1 - np.cos(np.pi * np.linspace(0, 1, n)))  # dense near 0 and 1, where p^K moves fast
+
+
+def null_fit_error(triple: Sequence[float], k: int, grid: int = 201) -> Dict[str, float]:
+    """Smallest max-abs error (share units) with which a two-point pool (w at p_hi, 1-w at p_lo)
+    reproduces an observed (all-correct, bearing, all-wrong) triple (seed 000 §背景与动机, P2).
+
+    For each (p_lo < p_hi) pair on a grid dense near 0 and 1 the error is a max of three
+    |linear functions of w|; its minimum lies at a zero or a crossing of two of them, so w is
+    solved exactly among those candidates. Returns error, w, p_hi, p_lo.
+    """
+    A, B, Z = (float(x) for x in triple)
+    tot = A + B + Z
+    A, B, Z = A / tot, B / tot, Z / tot
+    p = _cos_grid(grid)
+    i, j = np.triu_indices(len(p), 1)  # p_lo = p[i] < p_hi = p[j]
+    lo, hi = p[i], p[j]
+    a_lo, z_lo = lo ** k, (1 - lo) ** k
+    a_hi, z_hi = hi ** k, (1 - hi) ** k
+    b_lo, b_hi = 1 - a_lo - z_lo, 1 - a_hi - z_hi
+    # error_c(w) = c_lo - obs + w (c_hi - c_lo), c in (A, B, Z)
+    a0 = np.stack([a_lo - A, b_lo - B, z_lo - Z])
+    a1 = np.stack([a_hi - a_lo, b_hi - b_lo, z_hi - z_lo])
+    cands = [np.zeros_like(lo), np.ones_like(lo)]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for c in range(3):
+            cands.append(-a0[c] / a1[c])
+        for c in range(3):
+            for d in range(c + 1, 3):
+                cands.append(-(a0[c] - a0[d]) / (a1[c] - a1[d]))
+                cands.append(-(a0[c] + a0[d]) / (a1[c] + a1[d]))
+    W = np.clip(np.nan_to_num(np.stack(cands), nan=0.0, posinf=0.0, neginf=0.0), 0, 1)  # (cand, pairs)
+    err = np.max(np.abs(a0[:, None, :] + a1[:, None, :] * W[None]), axis=0)  # (cand, pairs)
+    ci = np.argmin(err, axis=0)
+    best = err[ci, np.arange(err.shape[1])]
+    m = int(np.argmin(best))
+    return {"error": float(best[m]), "w": float(W[ci[m], m]), "p_hi": float(hi[m]), "p_lo": float(lo[m])}
+
+
+# ---------------------------------------------------------------------- reading one run
+def _open(run_dir: Path) -> Ledger:
+    path = Path(run_dir) / "ledger.duckdb"
+    if not path.is_file():
+        raise AuditError(f"{run_dir}: no ledger.duckdb (not a coevo run directory?)")
+    try:
+        return Ledger(path, read_only=True)
+    except LedgerError as e:
+        raise AuditError(str(e)) from None
+
+
+def _config(run_dir: Path, info: dict) -> dict:
+    p = Path(run_dir) / "config.yaml"
+    text = p.read_text() if p.is_file() else (info.get("config_yaml") or "")
+    try:
+        cfg = yaml.safe_load(text) or {}
+    except yaml.YAMLError:
+        cfg = {}
+    return cfg if isinstance(cfg, dict) else {}
+
+
+def _arr(col, dtype=float) -> np.ndarray:
+    if dtype is float:
+        return np.array([np.nan if v is None else float(v) for v in col], dtype=float)
+    return np.asarray(col, dtype=dtype)
+
+
+def _bearing_from_groups(g: dict) -> Optional[dict]:
+    """R-Zero: mu = share of a group's m answers that the oracle judges correct (abstentions left out)."""
+    if not g["n"]:
+        return None
+    n = _arr(g["n"]) - _arr(g["n_abstained"])
+    ok = n > 0
+    mu = np.where(ok, _arr(g["n_correct"]) / np.where(ok, n, 1), np.nan)
+    return {"mu": mu[ok], "step": _arr(g["step"])[ok].astype(int), "task": np.asarray(g["task_id"], dtype=object)[ok],
+            "k": _arr(g["n"])[ok].astype(int), "n_groups_all_abstained": int((~ok).sum())}
+
+
+def collect(led: Ledger, run_id: str) -> dict:
+    """Everything the instruments need, as arrays (I/O only; no statistics here)."""
+    ts = views.task_stats_rows(led, run_id)
+    d = {"groups": _bearing_from_groups(views.oracle_groups(led, run_id)),
+         "kept": views.kept_label_rows(led, run_id), "task_stats": ts if ts["task_id"] else None,
+         "verdict_groups": views.verdict_groups(led, run_id), "abstention_reasons": views.abstention_reasons(led, run_id),
+         "challenger": views.challenger_scores(led, run_id), "rounds": views.rounds_completed(led, run_id)}
+    rounds = d["rounds"]
+    d["eval_final"] = views.eval_accuracy(led, run_id, rounds[-1]) if rounds else None
+    d["eval_n"] = sum(views.eval_counts(led, run_id, rounds[-1]).values()) if rounds else 0
+    return d
+
+
+# ---------------------------------------------------------------------- instruments on one run
+def _interval_est(x: np.ndarray, batches: np.ndarray, tasks: Optional[np.ndarray] = None, **extra) -> Estimate:
+    """Proportion/mean with binomial SE, task-clustered SE, batch-clustered SE and batch-bootstrap CI."""
+    n = int(x.size)
+    if n == 0:
+        return Estimate(float("nan"), n=0, extra=extra)
+    v = float(x.mean())
+    ex = dict(extra)
+    binary = bool(np.all((x == 0) | (x == 1)))
+    ex["se_binomial"] = binomial_se(v, n) if binary else float(x.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
+    if tasks is not None:
+        ex["se_task_clustered"] = clustered_se(x, tasks)
+    ex["se_batch_clustered"] = clustered_se(x, batches)
+    bb = batch_bootstrap_ci(x, batches, n_boot=N_BOOT, seed=0)
+    ex["batch_bootstrap"] = bb
+    if bb["n_batches"] >= MIN_BATCHES:
+        se, lo, hi = bb["se"], bb["ci_low"], bb["ci_high"]
+        ex["interval_method"] = f"batch bootstrap ({bb['n_batches']} batches)"
+    else:  # too few batches for a bootstrap: the wider of the binomial and task-clustered Wald intervals
+        cands = [ex["se_binomial"], ex.get("se_task_clustered", float("nan"))]
+        se = max(c for c in cands if np.isfinite(c)) if any(np.isfinite(c) for c in cands) else float("nan")
+        lo, hi = v - Z95 * se, v + Z95 * se
+        ex["interval_method"] = f"Wald, {'task-clustered/' if tasks is not None else ''}binomial ({bb['n_batches']} batches < {MIN_BATCHES})"
+    return Estimate(v, se, lo, hi, n, ex)
+
+
+def _per_step(x: np.ndarray, steps: np.ndarray) -> List[dict]:
+    out = []
+    for s in np.unique(steps):
+        sel = steps == s
+        y = x[sel]
+        v = float(y.mean())
+        binary = bool(np.all((y == 0) | (y == 1)))
+        se = binomial_se(v, y.size) if binary else (float(y.std(ddof=1) / np.sqrt(y.size)) if y.size > 1 else float("nan"))
+        out.append({"step": int(s), "value": v, "se": _f(se), "n": int(y.size)})
+    return out
+
+
+def _screen(d: dict) -> Optional[dict]:
+    """Single-shot groups: task_stats screen groups if the recipe wrote them, else R-Zero oracle groups."""
+    ts = d["task_stats"]
+    if ts is not None:
+        mu = _arr(ts["mu_screen"])
+        ok = np.isfinite(mu)
+        k = _arr(ts["k_screen"])
+        return {"mu": mu[ok], "step": _arr(ts["step"])[ok].astype(int),
+                "task": np.asarray(ts["task_id"], dtype=object)[ok], "k": np.nan_to_num(k[ok]).astype(int),
+                "source": "task_stats.mu_screen (screen group of K; rows with NULL mu_screen = rejected before rollouts)",
+                "n_unscreened": int((~ok).sum())}
+    g = d["groups"]
+    if g is None:
+        return None
+    return dict(g, source="verdicts target='oracle' of solver rollouts purpose p_hat/candidate, grouped by task: "
+                          "mu = share of the m answers the oracle judges correct")
+
+
+def instruments_for(d: dict, recipe: str) -> Dict[str, dict]:
+    """All instruments of one run from ``collect``'s arrays."""
+    out: Dict[str, dict] = {}
+    sc = _screen(d)
+    ts = d["task_stats"]
+    # -- bearing rate
+    if sc is None or sc["mu"].size == 0:
+        out["bearing_rate"] = _na("bearing rate P[0<mu<1]", "no solver answer groups judged against an oracle and no "
+                                  "task_stats screen groups in this ledger")
+    else:
+        g = bearing_indicator(sc["mu"]).astype(float)
+        est = _interval_est(g, sc["step"], sc["task"])
+        est.extra["per_step"] = _per_step(g, sc["step"])
+        est.extra["k_values"] = sorted({int(x) for x in sc["k"]})
+        out["bearing_rate"] = _ok("bearing rate P[0<mu<1]", est, sc["source"],
+                                  "batch bootstrap (steps)")
+        out["null_model"] = _null_model(sc)
+    # -- kappa, nu, lag, productive rate (screen/confirm recipes only)
+    why_ts = (f"recipe {recipe!r} writes no task_stats rows: it draws one group of answers per task, no confirm "
+              "group, no reference answer and no before/after-update pair" if ts is None else "")
+    out.update(_screen_confirm(ts, why_ts))
+    # -- pseudo-label accuracy
+    out["pseudo_label_accuracy"] = _pseudo_label(d, ts)
+    # -- false agreement mass
+    out["false_agreement_mass"] = _ff(ts, recipe)
+    # -- abstention share
+    out["abstention_share"] = _phi(d)
+    # -- enrichment
+    out.update(_enrichment(d, sc, ts))
+    # -- eval accuracy (headline for seed ranges)
+    if d["eval_final"]:
+        v = d["eval_final"]["overall"]
+        n = d["eval_n"]
+        se = binomial_se(v, n) if n else float("nan")
+        out["eval_accuracy"] = _ok("solver eval accuracy (last round, greedy)", Estimate(v, se, v - Z95 * se, v + Z95 * se, n),
+                                   "evals (held-out set, oracle)", "binomial Wald")
+    else:
+        out["eval_accuracy"] = _na("solver eval accuracy (last round, greedy)", "no completed round with an evaluation")
+    return out
+
+
+def _null_model(sc: dict) -> dict:
+    label = "null-model fit (first / last bucket)"
+    ks = sorted({int(x) for x in sc["k"]})
+    if len(ks) != 1:
+        return _na(label, f"groups have different sizes {ks}; the two-point null model needs one K")
+    k = ks[0]
+    steps = np.unique(sc["step"])
+    if steps.size < 2:
+        return _na(label, "needs at least two steps with answer groups (first and last bucket)")
+    third = max(1, steps.size // 3)
+    buckets = {"first": steps[:third], "last": steps[-third:]}
+    res = {}
+    for name, ss in buckets.items():
+        sel = np.isin(sc["step"], ss)
+        mu = sc["mu"][sel]
+        tri = [float((mu == 1).mean()), float(bearing_indicator(mu).mean()), float((mu == 0).mean())]
+        fit = null_fit_error(tri, k)
+        inv = invert_null_model(*tri, k=k) if fit["error"] < 1e-3 else {"n_members": 0}
+        res[name] = {"steps": [int(s) for s in ss], "n": int(sel.sum()), "observed": tri, "fit": fit,
+                     "kappa_bar_range": [_f(inv.get("kappa_bar_min")), _f(inv.get("kappa_bar_max"))]
+                     if inv.get("n_members") else None,
+                     "predicted": list(null_model_shares(fit["w"], fit["p_hi"], fit["p_lo"], k))}
+    err = max(res["first"]["fit"]["error"], res["last"]["fit"]["error"])
+    est = Estimate(err, n=int(sc["mu"].size), extra={"k": k, "buckets": res})
+    return _ok(label, est, "the bearing-rate groups: (all-correct, bearing, all-wrong) shares of the first and last "
+               "third of steps", "none (P2 bootstraps it)",
+               note="value = the larger max-abs error (share units) of the best two-point pool over the two buckets")
+
+
+def _screen_confirm(ts: Optional[dict], why: str) -> Dict[str, dict]:
+    L = {"kappa_bar": "kappa-bar (replication rate)", "productive_rate_replicated": "productive rate, replicated "
+         "P[g1=1, g2=1]", "nu_bar": "nu-bar (reference-anchor miss rate)",
+         "doubt_share": "reference-in-doubt share", "lag": "lag l-bar = mu_pre - mu_post"}
+    if ts is None:
+        return {k: _na(lab, why) for k, lab in L.items()}
+    out = {}
+    step = _arr(ts["step"]).astype(int)
+    task = np.asarray(ts["task_id"], dtype=object)
+    s, c = _arr(ts["mu_screen"]), _arr(ts["mu_confirm"])
+    sel = bearing_indicator(np.nan_to_num(s, nan=0.0)) & np.isfinite(c)
+    if sel.sum() == 0:
+        why_k = ("no task has both a mixed screen group and a confirm group (this arm draws no confirm group)"
+                 if bearing_indicator(np.nan_to_num(s, nan=0.0)).any() else "no screen group was mixed (0 < mu_1 < 1)")
+        out["kappa_bar"] = _na(L["kappa_bar"], why_k, "task_stats.mu_screen, mu_confirm")
+        out["productive_rate_replicated"] = _na(L["productive_rate_replicated"], why_k, "task_stats")
+    else:
+        kap = bearing_indicator(c[sel]).astype(float)
+        est = _interval_est(kap, step[sel], task[sel])
+        k_inst = kappa_bar(s, c, tasks=task, batches=step, n_boot=N_BOOT)  # the colleague's instrument, for its extras
+        est.extra.update({"n_screened": k_inst.extra["n_screened"], "n_screen_bearing": k_inst.extra["n_screen_bearing"]})
+        se_t = est.extra.get("se_task_clustered", float("nan"))
+        se_t = se_t if np.isfinite(se_t) else est.extra["se_binomial"]
+        est.extra["ci_task_clustered"] = [est.value - Z95 * se_t, est.value + Z95 * se_t]
+        est.extra["per_step"] = _per_step(kap, step[sel])
+        out["kappa_bar"] = _ok(L["kappa_bar"], est, "task_stats.mu_screen, mu_confirm (only tasks with 0<mu_screen<1 "
+                               "and a confirm group)", "batch bootstrap (steps)")
+        scr = np.isfinite(s)
+        both = (bearing_indicator(np.nan_to_num(s, nan=0.0)) & np.isfinite(c) & bearing_indicator(np.nan_to_num(c, nan=0.0)))
+        drawn = np.where(bearing_indicator(np.nan_to_num(s, nan=0.0)), np.isfinite(c), True)
+        if not drawn[scr].all():
+            out["productive_rate_replicated"] = _na(L["productive_rate_replicated"],
+                                                    f"{int((~drawn[scr]).sum())} mixed screen groups have no confirm group")
+        else:
+            pr = both[scr].astype(float)
+            e2 = _interval_est(pr, step[scr], task[scr])
+            e2.extra["per_step"] = _per_step(pr, step[scr])
+            out["productive_rate_replicated"] = _ok(L["productive_rate_replicated"], e2, "task_stats: 1[0<mu_screen<1 "
+                                                    "and 0<mu_confirm<1] over screened tasks", "batch bootstrap (steps)")
+    # nu-bar and the reference-in-doubt bucket
+    nu = _arr(ts["nu"])
+    mu = np.where(np.isfinite(_arr(ts["mu_tilde"])), _arr(ts["mu_tilde"]), s)
+    dfn = np.isfinite(nu) & bearing_indicator(np.nan_to_num(mu, nan=0.0))
+    if dfn.sum() == 0:
+        r = "no task with a nu value and 0 < mu < 1 (nu is defined only on mixed tasks with a reference answer)"
+        out["nu_bar"] = _na(L["nu_bar"], r, "task_stats.nu")
+        out["doubt_share"] = _na(L["doubt_share"], r, "task_stats.nu, mode_share")
+    else:
+        share = np.nan_to_num(_arr(ts["mode_share"]), nan=0.0)
+        res = nu_bar(nu[dfn] >= 0.5, share[dfn], mu[dfn])
+        for key, inst in (("nu_bar", res["nu_bar"]), ("doubt_share", res["doubt_share"])):
+            x = ((nu[dfn] < 0.5) if key == "nu_bar" else ((nu[dfn] < 0.5) & (share[dfn] >= 0.75 - 1e-12))).astype(float)
+            est = _interval_est(x, step[dfn], task[dfn], n_total=int(len(nu)))
+            assert abs(est.value - inst.value) < 1e-12  # same number as the colleague's instrument
+            est.extra["per_step"] = _per_step(x, step[dfn])
+            if key == "doubt_share":
+                rec = [v for v, ok in zip(ts["in_doubt"], dfn) if ok and v is not None]
+                est.extra["recorded_in_doubt"] = int(sum(bool(v) for v in rec))
+            out[key] = _ok(L[key], est, "task_stats.nu (1 = mode of the 2K answers equals the reference), mode_share, "
+                           "mu_tilde (mu_screen if NULL); only 0 < mu < 1", "batch bootstrap (steps)")
+    # lag
+    pre, post = _arr(ts["mu_pre"]), _arr(ts["mu_post"])
+    ok = np.isfinite(pre) & np.isfinite(post)
+    if ok.sum() == 0:
+        out["lag"] = _na(L["lag"], "no task sampled both before and after the Reasoner update (mu_pre / mu_post NULL)",
+                         "task_stats.mu_pre, mu_post")
+    else:
+        est = lag_bar(pre, post)
+        lag = pre[ok] - post[ok]
+        bs = bootstrap_stat(lag, step[ok], lambda x: float(np.median(np.abs(x))))
+        est.extra["median_abs_ci"] = [bs["ci_low"], bs["ci_high"]]
+        est.extra["se_batch_clustered"] = clustered_se(lag, step[ok])
+        est.extra["per_step"] = _per_step(lag, step[ok])
+        out["lag"] = _ok(L["lag"], est, "task_stats.mu_pre, mu_post", "Wald (tasks); median: batch bootstrap")
+    return out
+
+
+def _pseudo_label(d: dict, ts: Optional[dict]) -> dict:
+    label = "pseudo-label accuracy vs oracle"
+    if ts is not None and any(v is not None for v in ts["reference_correct"]):
+        rc = ts["reference_correct"]
+        truth = [None if v is None else True for v in rc]
+        pl = [None if v is None else bool(v) for v in rc]
+        est = pseudo_label_accuracy(pl, truth)
+        ok = np.array([v is not None for v in rc])
+        x = np.array([bool(v) for v in rc if v is not None], dtype=float)
+        e = _interval_est(x, _arr(ts["step"]).astype(int)[ok], n_unjudged=est.extra["n_unjudged"])
+        return _ok("reference-answer accuracy vs oracle", e, "task_stats.reference_correct (the Synthesizer's reference "
+                   "answer judged against the oracle)", "batch bootstrap (steps)")
+    k = d["kept"]
+    if not k["task_id"]:
+        return _na(label, "no kept candidate tasks with a pseudo-label (the recipe writes no majority-vote labels)"
+                   if ts is None else "task_stats.reference_correct is NULL everywhere (no oracle or judge)")
+    # truth = the oracle verdict on a rollout whose answer is the label; string equality when none exists
+    hit: List[Any] = []
+    how = {"verdict": 0, "string": 0, "unjudged": 0}
+    for pl, oa, v in zip(k["pseudo_label"], k["oracle_answer"], k["label_verdict"]):
+        if v is not None:
+            hit.append(bool(v)); how["verdict"] += 1
+        elif oa is not None and pl is not None:
+            hit.append(pl == oa); how["string"] += 1
+        else:
+            hit.append(None); how["unjudged"] += 1
+    ok = np.array([h is not None for h in hit])
+    if not ok.any():
+        return _na(label, "no oracle answer and no oracle verdict for the kept pseudo-labels (world without oracle; "
+                   "a judge would be needed)")
+    est = pseudo_label_accuracy([bool(h) for h in hit if h is not None], [True] * int(ok.sum()))
+    x = np.array([bool(h) for h in hit if h is not None], dtype=float)
+    steps = _arr(k["step"]).astype(int)[ok]
+    e = _interval_est(x, steps, n_unjudged=how["unjudged"], judged_by=how)
+    assert abs(e.value - est.value) < 1e-12
+    rounds = _arr(k["round"]).astype(int)[ok]
+    e.extra["per_round"] = [{"round": int(r), "value": float(x[rounds == r].mean()), "n": int((rounds == r).sum()),
+                             "se": binomial_se(float(x[rounds == r].mean()), int((rounds == r).sum()))}
+                            for r in np.unique(rounds)]
+    return _ok(label, e, "tasks source='candidate' AND kept: pseudo_label vs the oracle verdict on a candidate rollout "
+               "with that answer (string equality with oracle_answer when none)", "batch bootstrap (steps); binomial if one step")
+
+
+def _ff(ts: Optional[dict], recipe: str) -> dict:
+    label = "false-agreement mass FF"
+    if ts is None:
+        return _na(label, f"recipe {recipe!r} has no proposer answer: the Challenger writes only a question, so "
+                   "'proposer answer = solver majority != truth' is undefined (its label IS the solver majority)")
+    pa, mode, oracle, rc = ts["proposer_answer"], ts["mode_answer"], ts["oracle_answer"], ts["reference_correct"]
+    truth = []
+    for p, o, r in zip(pa, oracle, rc):
+        if o is not None:
+            truth.append(o)
+        elif r is not None and p is not None:  # no oracle string, but the reference was judged
+            truth.append(p if r else ("<not:", p))
+        else:
+            truth.append(None)
+    if not any(p is not None for p in pa):
+        return _na(label, "task_stats.proposer_answer is NULL everywhere (no proposer answer recorded)")
+    if all(t is None for t in truth):
+        return _na(label, "no truth for any task (no oracle answer, reference_correct NULL)")
+    est = false_agreement_mass(pa, mode, truth)
+    audited = np.array([t is not None for t in truth])
+    x = np.array([p is not None and p == m and p != t for p, m, t in zip(pa, mode, truth) if t is not None], dtype=float)
+    e = _interval_est(x, _arr(ts["step"]).astype(int)[audited], n_unaudited=est.extra["n_unaudited"],
+                      agreement_rate=est.extra["agreement_rate"])
+    return _ok(label, e, "task_stats.proposer_answer (Synthesizer reference), mode_answer (solver majority), "
+               "tasks.oracle_answer", "batch bootstrap (steps)")
+
+
+def _phi(d: dict) -> dict:
+    label = "abstention share phi"
+    vg = d["verdict_groups"]
+    if not vg["n"]:
+        return _na(label, "no verdicts in the ledger")
+    n = _arr(vg["n"])
+    na = _arr(vg["n_abstained"])
+    r_t = _arr(vg["n_pass"]) / n  # fixed-denominator score: abstentions count in W, not in the numerator
+    est = abstention_share(na, n, r_t)
+    crit = any(c for c in vg["criterion_id"])
+    est.extra["reasons"] = d["abstention_reasons"]
+    est.extra["n_verdicts"] = int(n.sum())
+    est.extra["n_abstained"] = int(na.sum())
+    est.extra["by_target"] = {t: float(na[np.array(vg["target"]) == t].sum() / n[np.array(vg["target"]) == t].sum())
+                              for t in sorted(set(vg["target"]))}
+    note = ("per (prompt, criterion) with unit weights" if crit else
+            "no criteria in this run: groups are (task, verdict target, verifier kind), unit weights")
+    return _ok(label, est, "verdicts: value NULL = abstention, grouped by (task, target, verifier_kind, criterion_id)",
+               "Wald (groups)", note=note)
+
+
+def _enrichment(d: dict, sc: Optional[dict], ts: Optional[dict]) -> Dict[str, dict]:
+    label = "top-quartile enrichment"
+    out = {}
+    if ts is not None:
+        rew, mu = _arr(ts["reward"]), _arr(ts["mu_screen"])
+        c = _arr(ts["mu_confirm"])
+        ok = np.isfinite(rew) & np.isfinite(mu) & np.isfinite(c)
+        if ok.sum() >= 4 and bearing_indicator(c[ok]).any():
+            est = top_quartile_enrichment(rew[ok], bearing_indicator(c[ok]).astype(float))
+            out["enrichment_reward_vs_confirm"] = _ok(label + ": proposer reward vs confirm-group bearing", est,
+                                                      "task_stats.reward, mu_confirm", "delta method")
+        else:
+            out["enrichment_reward_vs_confirm"] = _na(label + ": proposer reward vs confirm-group bearing",
+                                                      "fewer than 4 tasks with reward and a confirm group, or none bearing")
+        return out
+    ch = d["challenger"]
+    if sc is None or not ch["task_id"]:
+        return {"enrichment": _na(label, "no scored proposer questions with oracle-judged answer groups")}
+    mu_of = {t: m for t, m in zip(sc["task"], sc["mu"])}
+    r_unc, rew, g = [], [], []
+    for t, r, cj in zip(ch["task_id"], ch["reward"], ch["components_json"]):
+        if t not in mu_of or r is None:
+            continue
+        comp = json.loads(cj) if cj else {}
+        if "r_unc" not in comp:
+            continue
+        r_unc.append(comp["r_unc"]); rew.append(r); g.append(float(bearing_indicator(mu_of[t])))
+    g_a = np.array(g)
+    for key, name, s in (("enrichment_r_unc", "uncertainty reward r_unc", r_unc), ("enrichment_reward", "Challenger reward", rew)):
+        lab = f"{label}: {name} vs oracle bearing"
+        if len(g) < 4 or g_a.sum() == 0:
+            out[key] = _na(lab, f"{len(g)} scored questions, {int(g_a.sum())} oracle-bearing: need >= 4 and >= 1")
+            continue
+        est = top_quartile_enrichment(np.array(s), g_a)
+        if not np.isfinite(est.value):
+            out[key] = _na(lab, "undefined (empty top quartile or no bearing task)")
+            continue
+        out[key] = _ok(lab, est, "rewards.components_json (role challenger) joined to the oracle groups of the same "
+                       "question", "delta method",
+                       note="ties broken by ledger order; the score is computed from self-consistency, g from the oracle")
+    return out
+
+
+# ---------------------------------------------------------------------- public API
+def audit_run(run_dir: Path) -> dict:
+    run_dir = Path(run_dir)
+    led = _open(run_dir)
+    try:
+        try:
+            info = views.run_info(led)
+        except Exception as e:
+            raise AuditError(f"{run_dir}: {e}") from None
+        run_id = info["run_id"]
+        cfg = _config(run_dir, info)
+        d = collect(led, run_id)
+    finally:
+        led.close()
+    return _assemble(run_dir, info, cfg, d)
+
+
+def _assemble(run_dir: Path, info: dict, cfg: dict, d: dict) -> dict:
+    recipe = info.get("recipe") or cfg.get("recipe") or "?"
+    arms = sorted({a for a in d["task_stats"]["arm"] if a}) if d["task_stats"] is not None else []
+    arm = ",".join(arms) if arms else recipe
+    return {"run_dir": str(run_dir), "run_id": info["run_id"], "recipe": recipe, "arm": arm,
+            "seed": info.get("seed", cfg.get("seed")), "world": info.get("world"),
+            "instruments": instruments_for(d, recipe)}
+
+
+def _seed_ranges(runs: List[dict]) -> List[dict]:
+    groups: Dict[tuple, List[dict]] = defaultdict(list)
+    for r in runs:
+        groups[(r["recipe"], r["arm"])].append(r)
+    out = []
+    for (recipe, arm), rs in groups.items():
+        seeds = [r["seed"] for r in rs]
+        entry = {"recipe": recipe, "arm": arm, "seeds": seeds, "runs": [r["run_dir"] for r in rs]}
+        if len(set(seeds)) < 2:
+            entry["status"] = "unavailable"
+            entry["reason"] = (f"{len(rs)} run(s) of this recipe/arm with seed(s) {sorted(set(seeds))}: a seed-to-seed "
+                               "range needs at least two different seeds")
+        else:
+            entry["status"] = "ok"
+            entry["metrics"] = {}
+            for key in HEADLINE:
+                vals = [r["instruments"].get(key, {}) for r in rs]
+                if all(v.get("status") == "ok" and v.get("value") is not None for v in vals):
+                    est = seed_range([v["value"] for v in vals], labels=seeds)
+                    entry["metrics"][key] = {"range": est.extra["range"], "min": est.extra["min"], "max": est.extra["max"],
+                                             "mean": est.value, "se_across_seeds": _f(est.se),
+                                             "per_seed": dict(zip([str(s) for s in seeds], est.extra["per_run"])),
+                                             "per_seed_se": [v.get("se") for v in vals]}
+        out.append(entry)
+    return out
+
+
+def audit_runs(run_dirs: Sequence[Path], predictions: bool = False) -> dict:
+    """Audit each run directory; seed-to-seed ranges per (recipe, arm); optionally P1-P6 of seed 000."""
+    if not run_dirs:
+        raise AuditError("no run directory given")
+    runs = [audit_run(Path(r)) for r in run_dirs]
+    result = {"runs": runs, "seed_range": _seed_ranges(runs)}
+    if predictions:
+        from coevo.audit.predictions import evaluate_predictions
+
+        result["predictions"] = evaluate_predictions([Path(r) for r in run_dirs], runs)
+    return result
+
+
+# ---------------------------------------------------------------------- output
+def _fmt(x, pct: bool = False) -> str:
+    if x is None:
+        return "-"
+    return f"{100 * x:.1f}%" if pct else f"{x:.3f}"
+
+
+_PCT = {"bearing_rate", "productive_rate_replicated", "kappa_bar", "nu_bar", "doubt_share", "pseudo_label_accuracy",
+        "false_agreement_mass", "abstention_share", "eval_accuracy"}
+
+
+def rows_for(run: dict) -> tuple[List[List[str]], List[str]]:
+    """Table rows (instrument, value, SE, 95% interval, n, interval method) of the computable
+    instruments, and one line per reason for those that cannot be computed."""
+    rows, why = [], defaultdict(list)
+    for key, ins in run["instruments"].items():
+        if ins["status"] != "ok":
+            why[ins["reason"]].append(ins["label"])
+            continue
+        pct = key in _PCT
+        val = _fmt(ins["value"], pct)
+        if key == "null_model":
+            val = f"{100 * ins['value']:.2f} pt"
+        if key == "lag":
+            mci = ins["extra"].get("median_abs_ci", [None, None])
+            val += f"; median |l| {_fmt(ins['extra'].get('median_abs'))} [{_fmt(mci[0])}, {_fmt(mci[1])}]"
+        if key == "kappa_bar":
+            t = ins["extra"].get("ci_task_clustered", [None, None])
+            val += f"; task-clustered [{_fmt(t[0], True)}, {_fmt(t[1], True)}]"
+        ci = f"[{_fmt(ins['ci_low'], pct)}, {_fmt(ins['ci_high'], pct)}]" if ins["ci_low"] is not None else "-"
+        rows.append([ins["label"], val, _fmt(ins["se"], pct), ci, str(ins["n"]), ins["interval"]])
+    return rows, [f"{', '.join(labels)}: {reason}" for reason, labels in why.items()]
+
+
+def print_audit(result: dict) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    c = Console()
+    if not c.is_terminal:
+        c = Console(width=160)
+    for run in result["runs"]:
+        t = Table(title=f"audit · {run['recipe']} · arm {run['arm']} · seed {run['seed']} · {run['run_dir']}")
+        for col, j in (("instrument", "left"), ("value", "right"), ("SE", "right"), ("95% interval", "right"),
+                       ("n", "right"), ("interval", "left")):
+            t.add_column(col, justify=j, overflow="fold")
+        rows, why = rows_for(run)
+        for r in rows:
+            t.add_row(*[escape(x) for x in r])
+        c.print(t)
+        for line in why:
+            c.print(f"  [bold]cannot compute[/] {escape(line)}", highlight=False)
+        nm = run["instruments"].get("null_model")
+        if nm and nm["status"] == "ok":
+            for name, b in nm["extra"]["buckets"].items():
+                o, p = b["observed"], b["predicted"]
+                c.print(f"  null model, {name} bucket (steps {b['steps']}, n={b['n']}, K={nm['extra']['k']}): observed "
+                        f"{'/'.join(f'{100 * x:.1f}' for x in o)}% (all-correct/bearing/all-wrong); best two-point pool "
+                        f"w={b['fit']['w']:.3f} p={b['fit']['p_hi']:.4f}/{b['fit']['p_lo']:.4f} predicts "
+                        f"{'/'.join(f'{100 * x:.1f}' for x in p)}% (max error {100 * b['fit']['error']:.2f} pt)",
+                        highlight=False)
+    for sr in result["seed_range"]:
+        if sr["status"] != "ok":
+            c.print(escape(f"seed-to-seed range, {sr['recipe']}/{sr['arm']}: cannot compute: {sr['reason']}"),
+                    highlight=False)
+            continue
+        t = Table(title=f"seed-to-seed range · {sr['recipe']} · arm {sr['arm']} · seeds {sr['seeds']}")
+        for col in ("metric", "range", "min", "max", "mean", "per seed"):
+            t.add_column(col)
+        for k, m in sr["metrics"].items():
+            t.add_row(k, _fmt(m["range"]), _fmt(m["min"]), _fmt(m["max"]), _fmt(m["mean"]),
+                      ", ".join(f"{s}: {_fmt(v)}" for s, v in m["per_seed"].items()))
+        c.print(t)
+    if "predictions" in result:
+        from coevo.audit.predictions import print_predictions
+
+        print_predictions(result["predictions"], c)
+
+
+# ---------------------------------------------------------------------- report section
+def _plot_series(run: dict) -> Optional[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from coevo.report.html import _png
+
+    series = [(k, run["instruments"][k]) for k in ("bearing_rate", "kappa_bar", "productive_rate_replicated",
+                                                     "nu_bar", "lag", "pseudo_label_accuracy")
+              if run["instruments"].get(k, {}).get("status") == "ok" and run["instruments"][k]["extra"].get("per_step")]
+    if not series:
+        return None
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    for k, ins in series:
+        ps = ins["extra"]["per_step"]
+        xs = [p["step"] for p in ps]
+        ys = [p["value"] for p in ps]
+        es = [Z95 * (p["se"] or 0.0) for p in ps]
+        ax.errorbar(xs, ys, yerr=es, marker="o", capsize=3, label=f"{ins['label']} (pooled {ins['value']:.3f})")
+    ax.set_xlabel("step (batch)")
+    ax.legend(fontsize=6)
+    ax.set_title("Audit instruments per step (±1.96 binomial SE)")
+    return _png(fig)
+
+
+def audit_section_html(run_dir: Path, led: Ledger, run_id: str) -> str:
+    """HTML section for report.html: the audit table and per-step plot (never raises)."""
+    import html as H
+
+    try:
+        info = views.run_info(led)
+        run = _assemble(Path(run_dir), info, _config(Path(run_dir), info), collect(led, run_id))
+        head = "".join(f"<th>{H.escape(h)}</th>" for h in ("instrument", "value", "SE", "95% interval", "n", "interval"))
+        rows, why = rows_for(run)
+        body = "".join("<tr>" + "".join(f"<td style='text-align:left'>{H.escape(x)}</td>" for x in r) + "</tr>"
+                       for r in rows)
+        ul = "<ul>" + "".join(f"<li>cannot compute {H.escape(w)}</li>" for w in why) + "</ul>"
+        png = _plot_series(run)
+        fig = (f'<figure><img alt="audit per step" src="data:image/png;base64,{png}"/><figcaption>Audit instruments '
+               f'per step</figcaption></figure>') if png else "<p class=note>no per-step series to plot</p>"
+        return (f"<h2>Audit</h2><p class=note>`coevo audit {H.escape(str(run_dir))}` — definitions in docs/audit.md. "
+                f"Intervals: batch bootstrap over steps unless stated.</p><table><tr>{head}</tr>{body}</table>{ul}{fig}")
+    except Exception as e:  # the report must not fail because of the audit
+        return f"<h2>Audit</h2><p class=note>audit failed: {H.escape(repr(e))}</p>"

@@ -1,0 +1,206 @@
+"""coevo.audit.run_audit: instruments over hand-written ledgers (hand-computed numbers) and an
+end-to-end `coevo run` + `coevo audit` on tiny checkpoints."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from coevo.audit.run_audit import AuditError, audit_runs, audit_section_html, null_fit_error
+from coevo.ledger.store import Ledger
+
+K = 4
+# (task, step, mu_screen, mu_confirm, nu, mode_share, mu_pre, mu_post, proposer, mode, oracle, reference_correct)
+TS = [
+    ("t1", 1, .50, .25, 1, .50, .50, .25, "3", "3", "3", True),
+    ("t2", 1, .75, 1.0, 0, .75, .75, 1.0, "5", "5", "6", False),
+    ("t3", 1, 1.0, None, None, 1.0, 1.0, 1.0, "7", "8", "8", False),
+    ("t4", 1, 0.0, None, None, None, 0.0, 0.0, "1", None, "2", False),
+    ("t5", 2, .25, .50, 1, .50, .25, .50, "4", "4", "9", False),
+    ("t6", 2, .50, 0.0, 0, .50, .50, .75, "2", "3", "2", True),
+    ("t7", 2, None, None, None, None, None, None, "0", None, "0", True),  # rejected by the validator
+]
+
+
+def write_ts_ledger(run_dir: Path, rows=TS, arm="synco", seed=0, recipe="synco", abstain=True) -> Path:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    led = Ledger(run_dir / "ledger.duckdb")
+    rid = run_dir.name
+    led.append("runs", [{"run_id": rid, "recipe": recipe, "world": "arithmetic", "seed": seed}])
+    ts, tasks = [], []
+    for (t, s, ms, mc, nu, share, pre, post, pa, mode, orc, rc) in rows:
+        mt = None if ms is None else (ms if mc is None else (ms + mc) / 2)
+        ts.append({"run_id": rid, "task_id": t, "round": 1, "step": s, "arm": arm, "validator_ok": ms is not None,
+                   "k_screen": None if ms is None else K, "mu_screen": ms, "k_confirm": None if mc is None else K,
+                   "mu_confirm": mc, "mu_tilde": mt, "mode_answer": mode, "mode_share": share, "nu": nu,
+                   "mu_pre": pre, "mu_post": post, "reward": None if ms is None else 1 - abs(2 * ms - 1),
+                   "reference_correct": rc, "proposer_answer": pa})
+        tasks.append({"run_id": rid, "task_id": t, "round": 1, "step": s, "source": "synthesizer", "parse_ok": True,
+                      "oracle_answer": orc})
+    led.append("task_stats", ts)
+    led.append("tasks", tasks)
+    if abstain:  # t1: one abstention out of four verdicts, t2: none -> phi = (1/4 + 0) / 2
+        v = [{"run_id": rid, "rollout_id": f"t1-{k}", "task_id": "t1", "step": 1, "target": "reference",
+              "verifier_kind": "math", "value": None if k == 0 else 1, "reason": "timeout" if k == 0 else ""}
+             for k in range(4)]
+        v += [{"run_id": rid, "rollout_id": f"t2-{k}", "task_id": "t2", "step": 1, "target": "reference",
+               "verifier_kind": "math", "value": k % 2, "reason": ""} for k in range(4)]
+        led.append("verdicts", v)
+    led.close()
+    return run_dir
+
+
+def write_rzero_ledger(run_dir: Path, seed=0) -> Path:
+    """Groups of m = 10 oracle-judged answers: a 5/10, b 10/10 (step 1, p_hat); c 3/10, d 0/10 (step 2, candidate).
+    Kept candidates c (label '7' = the correct answer) and d (label '2', wrong)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    led = Ledger(run_dir / "ledger.duckdb")
+    rid = run_dir.name
+    led.append("runs", [{"run_id": rid, "recipe": "rzero", "world": "arithmetic", "seed": seed}])
+    spec = [("a", 1, "p_hat", 5, "1"), ("b", 1, "p_hat", 10, "4"), ("c", 2, "candidate", 3, "7"), ("d", 2, "candidate", 0, "9")]
+    ro, ve = [], []
+    for t, s, purpose, n_ok, right in spec:
+        for k in range(10):
+            ans = right if k < n_ok else "2"
+            r = f"{t}-{purpose}-{k}"
+            ro.append({"run_id": rid, "rollout_id": r, "task_id": t, "round": 1, "step": s, "role": "solver",
+                       "purpose": purpose, "group_idx": k, "answer": ans})
+            ve.append({"run_id": rid, "rollout_id": r, "task_id": t, "step": s, "target": "oracle",
+                       "verifier_kind": "world-equivalent", "value": int(k < n_ok), "reason": ""})
+    led.append("rollouts", ro)
+    led.append("verdicts", ve)
+    led.append("tasks", [{"run_id": rid, "task_id": "c", "round": 1, "step": 2, "source": "candidate", "parse_ok": True,
+                          "pseudo_label": "7", "oracle_answer": "7", "kept": True},
+                         {"run_id": rid, "task_id": "d", "round": 1, "step": 2, "source": "candidate", "parse_ok": True,
+                          "pseudo_label": "2", "oracle_answer": "9", "kept": True}])
+    led.close()
+    return run_dir
+
+
+def test_null_fit_error_reproduces_seed_bucket_and_bounds_unreachable():
+    # seed 000: w = .6494, p = .98/.0334 -> 59.9 / 9.5 / 30.6 % (reproduced to the 0.1 point)
+    assert null_fit_error([0.599, 0.095, 0.306], 4)["error"] < 0.001
+    # bearing 96% exceeds the two-point maximum m_4(1/2) = 0.875: best error is 0.96 - 0.875 = 0.085
+    assert null_fit_error([0.02, 0.96, 0.02], 4)["error"] == pytest.approx(0.085, abs=1e-3)
+
+
+def test_screen_confirm_instruments_hand_computed(tmp_path):
+    run = audit_runs([write_ts_ledger(tmp_path / "s0")])["runs"][0]
+    ins = run["instruments"]
+    assert run["arm"] == "synco"
+    assert ins["bearing_rate"]["value"] == pytest.approx(4 / 6)           # t1 t2 t5 t6 mixed of 6 screened
+    assert ins["kappa_bar"]["value"] == pytest.approx(2 / 4)              # confirm mixed for t1, t5
+    assert ins["kappa_bar"]["extra"]["n_screen_bearing"] == 4
+    lo, hi = ins["kappa_bar"]["extra"]["ci_task_clustered"]
+    assert lo < 0.5 < hi
+    assert ins["productive_rate_replicated"]["value"] == pytest.approx(2 / 6)
+    assert ins["nu_bar"]["value"] == pytest.approx(2 / 4)                 # t2, t6 modes miss the reference
+    assert ins["doubt_share"]["value"] == pytest.approx(1 / 4)            # t2: miss with mode share 3/4
+    assert ins["lag"]["value"] == pytest.approx(-0.5 / 6)                 # lags .25 -.25 0 0 -.25 -.25
+    assert ins["lag"]["extra"]["median_abs"] == pytest.approx(0.25)
+    assert ins["false_agreement_mass"]["value"] == pytest.approx(2 / 7)   # t2, t5: proposer = mode != oracle
+    assert ins["pseudo_label_accuracy"]["value"] == pytest.approx(3 / 7)  # reference_correct
+    assert ins["abstention_share"]["value"] == pytest.approx(0.125)
+    assert ins["abstention_share"]["extra"]["reasons"] == {"timeout": 1}
+    assert ins["eval_accuracy"]["status"] == "unavailable"
+    # two steps: too few batches for a bootstrap, so a Wald interval and it says so
+    assert "Wald" in ins["kappa_bar"]["interval"]
+
+
+def test_rzero_like_ledger_and_what_cannot_be_computed(tmp_path):
+    run = audit_runs([write_rzero_ledger(tmp_path / "r0")])["runs"][0]
+    ins = run["instruments"]
+    assert ins["bearing_rate"]["value"] == pytest.approx(2 / 4)
+    assert ins["bearing_rate"]["extra"]["k_values"] == [10]
+    assert ins["pseudo_label_accuracy"]["value"] == pytest.approx(1 / 2)
+    assert ins["pseudo_label_accuracy"]["extra"]["judged_by"] == {"verdict": 2, "string": 0, "unjudged": 0}
+    assert ins["abstention_share"]["value"] == 0.0 and ins["abstention_share"]["n"] == 4
+    assert "no criteria" in ins["abstention_share"]["note"]
+    for k in ("kappa_bar", "nu_bar", "lag", "doubt_share", "productive_rate_replicated"):
+        assert ins[k]["status"] == "unavailable" and "task_stats" in ins[k]["reason"]
+    assert "no proposer answer" in ins["false_agreement_mass"]["reason"]
+    # steps 1 and 2 are the first and last bucket: (1/2 all-correct... ) any two-point pool fits exactly
+    assert ins["null_model"]["status"] == "ok" and ins["null_model"]["value"] < 0.002
+
+
+def test_seed_range_and_errors(tmp_path):
+    a = write_ts_ledger(tmp_path / "s0", seed=0)
+    rows = [r if r[0] != "t3" else ("t3", 1, .5, .5, None, .5, 1.0, 1.0, "7", "8", "8", False) for r in TS]
+    b = write_ts_ledger(tmp_path / "s1", rows=rows, seed=1)
+    res = audit_runs([a, b])
+    sr = res["seed_range"][0]
+    assert sr["status"] == "ok" and sr["seeds"] == [0, 1]
+    assert sr["metrics"]["bearing_rate"]["range"] == pytest.approx(5 / 6 - 4 / 6)
+    assert sr["metrics"]["kappa_bar"]["range"] == pytest.approx(3 / 5 - 2 / 4)
+    single = audit_runs([a])["seed_range"][0]
+    assert single["status"] == "unavailable" and "two different seeds" in single["reason"]
+    with pytest.raises(AuditError):
+        audit_runs([tmp_path / "nothing"])
+    json.dumps(res)  # --json must serialise
+
+
+def test_audit_section_html(tmp_path):
+    d = write_ts_ledger(tmp_path / "s0")
+    led = Ledger(d / "ledger.duckdb", read_only=True)
+    try:
+        h = audit_section_html(d, led, "s0")
+    finally:
+        led.close()
+    assert "<h2>Audit</h2>" in h and "data:image/png;base64," in h and "kappa-bar" in h
+
+
+def _coevo(*args, cwd):
+    exe = Path(sys.executable).parent / "coevo"
+    return subprocess.run([str(exe), *args], cwd=cwd, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+def test_end_to_end_rzero_run_and_audit(tmp_path, capsys):
+    from coevo.audit.run_audit import print_audit
+    import torch
+
+    from coevo.backends.pretrain import train_role
+
+    assets = Path(__file__).resolve().parent.parent / "coevo" / "assets"
+    if (assets / "solver.pt").is_file() and (assets / "challenger.pt").is_file():
+        ck = assets
+    else:  # tiny checkpoints (as `coevo pretrain --steps 20` writes them, minus its accuracy probe)
+        ck = tmp_path / "ck"
+        ck.mkdir()
+        prev = torch.get_num_threads()
+        torch.set_num_threads(1)
+        for role in ("solver", "challenger"):
+            st = train_role(role, seed=0, steps=20).state(with_optimizer=False)
+            st.pop("gen", None)
+            torch.save(st, ck / f"{role}.pt")
+        torch.set_num_threads(prev)
+    run = tmp_path / "run"
+    p = _coevo("run", "--out", str(run), "-q", "--set", "rzero.rounds=1", "--set", "rzero.challenger_steps=1",
+               "--set", "rzero.solver_steps=1", "--set", "rzero.challenger_prompts=2", "--set", "rzero.n_candidates=8",
+               "--set", "rzero.solver_prompts=4", "--set", "world.eval_per_level=2", "--set", "verify.workers=0",
+               "--set", f"backend.solver_checkpoint={ck / 'solver.pt'}",
+               "--set", f"backend.challenger_checkpoint={ck / 'challenger.pt'}", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "<h2>Audit</h2>" in (run / "report.html").read_text()
+    p = _coevo("audit", str(run), "--json", "--predictions", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    res = json.loads(p.stdout)
+    ins = res["runs"][0]["instruments"]
+    for k, v in ins.items():  # every instrument is computed or says why not
+        assert v["status"] == "ok" or (v["status"] == "unavailable" and v["reason"]), k
+    led = Ledger(run / "ledger.duckdb", read_only=True)
+    n_parsed = led.query("SELECT count(*) AS n FROM tasks WHERE parse_ok")[0]["n"]
+    led.close()
+    # a 20-step Challenger may write no parseable question: then there is no answer group to audit
+    assert (ins["bearing_rate"]["status"] == "ok") == (n_parsed > 0)
+    assert ins["eval_accuracy"]["status"] == "ok"
+    assert ins["kappa_bar"]["status"] == "unavailable" and "task_stats" in ins["kappa_bar"]["reason"]
+    assert "no proposer answer" in ins["false_agreement_mass"]["reason"]
+    assert {q["id"] for q in res["predictions"]} == {"P1", "P2", "P3", "P4", "P5", "P6"}
+    assert all(q["status"] == "not evaluable" and q["reason"] for q in res["predictions"] if q["id"] != "P2")
+    print_audit(audit_runs([run]))
+    out = capsys.readouterr().out
+    assert "cannot compute" in out and "solver eval accuracy" in out
