@@ -70,6 +70,61 @@ def solution_steps(expr: str) -> tuple[str, int]:
     return ";".join(steps), acc
 
 
+def _pm_steps(x: int, op: str, y: int, rng: random.Random, p_direct: float) -> tuple[list[str], int]:
+    """x op y, either directly or with y split into tens and units (in either order)."""
+    z = x + y if op == "+" else x - y
+    tens, units = (y // 10) * 10, y % 10
+    if y < 10 or units == 0 or rng.random() < p_direct:
+        return [f"{x}{op}{y}={z}"], z
+    parts = [tens, units] if rng.random() < 0.5 else [units, tens]
+    out, acc = [], x
+    for part in parts:
+        nxt = acc + part if op == "+" else acc - part
+        out.append(f"{acc}{op}{part}={nxt}")
+        acc = nxt
+    return out, acc
+
+
+def solver_path(expr: str, rng: random.Random, p_direct: float = 0.3) -> str:
+    """One randomly chosen valid chain of steps for ``expr`` (the solver's scratchpad).
+
+    Several paths reach the same value (split an operand into tens and units, in either
+    order; for three terms, combine the first with the last first), so sampled chains
+    make different mistakes and agree when right: majority voting has something to
+    vote on, as with chain-of-thought in real models.
+    """
+    import re
+
+    toks = re.findall(r"\d+|[+\-*]", expr)
+    steps: list[str] = []
+    terms, ops = [int(toks[0])], []
+    i = 1
+    while i < len(toks):
+        op, val = toks[i], int(toks[i + 1])
+        if op == "*":
+            a, b = terms[-1], val
+            tens, units = (b // 10) * 10, b % 10
+            if b >= 10 and units and rng.random() >= p_direct:
+                steps += [f"{a}*{tens}={a * tens}", f"{a}*{units}={a * units}", f"{a * tens}+{a * units}={a * b}"]
+            else:
+                steps.append(f"{a}*{b}={a * b}")
+            terms[-1] = a * b
+        else:
+            ops.append(op)
+            terms.append(val)
+        i += 2
+    order = list(range(len(ops)))
+    if len(ops) == 2 and rng.random() < 0.5:
+        order = [1, 0]
+    acc = terms[0]
+    for j in order:
+        st, acc = _pm_steps(acc, ops[j], terms[j + 1], rng, p_direct)
+        steps += st
+    if not steps:
+        steps = [f"{acc}"]
+    return ";".join(steps)
+
+
 def corrupt(value: int, rng: random.Random) -> int:
     """A realistic wrong answer: carry slip (±10), off by one, or sign slip."""
     kind = rng.choice(["carry", "carry", "one", "sign"])
@@ -84,7 +139,7 @@ def example(role: str, rng: random.Random, mix: dict[str, float], wrong_rate: fl
     """(prompt, target) for one training example of a role."""
     expr = generate(_pick_level(rng, mix), rng)
     if role == "solver":
-        return f"<solve>{expr}=", f"{evaluate(expr)}<eos>"
+        return f"<solve>{expr}=", f"{solver_path(expr, rng)}<eos>"
     if role == "challenger":
         return "<propose>", f"{format_question(expr)}<eos>"
     sol, val = solution_steps(expr)
@@ -119,7 +174,7 @@ def train_role(role: str, seed: int = 0, steps: int | None = None, quiet: bool =
     steps = rec["steps"] if steps is None else steps
     torch.manual_seed(seed)
     rng = random.Random(f"{role}-{seed}")
-    block = 96 if role == "synthesizer" else 48
+    block = 96 if role in ("synthesizer", "solver") else 48
     pol = TinyPolicy(role, TinyConfig(vocab_size=31, block_size=block, n_layer=4, n_head=4, n_embd=128), seed=seed)
     opt = torch.optim.AdamW(pol.model.parameters(), lr=rec["lr"], weight_decay=0.01, betas=(0.9, 0.99))
     pol.model.train()
@@ -146,12 +201,15 @@ def train_role(role: str, seed: int = 0, steps: int | None = None, quiet: bool =
 
 def solver_accuracy(pol: TinyPolicy, n_per_level: int = 200, seed: int = 999) -> dict[str, float]:
     """Greedy accuracy per level on fresh expressions (pretraining diagnostics)."""
+    from coevo.worlds.arithmetic import ArithmeticWorld
+
+    w = ArithmeticWorld()
     rng = random.Random(seed)
     acc = {}
     for lv in LEVELS:
         exprs = [generate(lv, rng) for _ in range(n_per_level)]
-        outs = pol.sample([f"<solve>{e}=" for e in exprs], 1, SamplingParams(greedy=True, max_new_tokens=8))
-        acc[lv] = sum(o[0].text.strip() == str(evaluate(e)) for o, e in zip(outs, exprs)) / n_per_level
+        outs = pol.sample([f"<solve>{e}=" for e in exprs], 1, SamplingParams(greedy=True, max_new_tokens=64))
+        acc[lv] = sum(w.extract_answer(o[0].text) == str(evaluate(e)) for o, e in zip(outs, exprs)) / n_per_level
     return acc
 
 

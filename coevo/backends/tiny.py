@@ -39,10 +39,16 @@ class Block(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(cfg.n_embd, 4 * cfg.n_embd), nn.GELU(), nn.Linear(4 * cfg.n_embd, cfg.n_embd))
         self.n_head = cfg.n_head
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, cache: list | None = None) -> torch.Tensor:
+        """``cache``: [k, v] of earlier positions, extended in place (incremental decoding)."""
         B, T, C = x.shape
         q, k, v = self.attn(self.ln1(x)).split(C, dim=2)
         q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+        if cache is not None:
+            if cache:
+                k = torch.cat([cache[0], k], 2)
+                v = torch.cat([cache[1], v], 2)
+            cache[:] = [k, v]
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         x = x + self.proj(y.transpose(1, 2).reshape(B, T, C))
         return x + self.mlp(self.ln2(x))
@@ -71,6 +77,26 @@ class TinyGPT(nn.Module):
         for blk in self.blocks:
             x = blk(x, mask)
         return self.head(self.ln_f(x))
+
+    def prefill(self, idx: torch.Tensor, attn: torch.Tensor) -> tuple[torch.Tensor, list]:
+        """Logits of the last position and a KV cache for incremental decoding."""
+        B, T = idx.shape
+        pos = (attn.long().cumsum(1) - 1).clamp(min=0)
+        x = self.wte(idx) + self.wpe(pos)
+        causal = torch.ones(T, T, dtype=torch.bool).tril()
+        mask = (causal[None, None] & attn[:, None, None, :]) | torch.eye(T, dtype=torch.bool)[None, None]
+        caches: list = [[] for _ in self.blocks]
+        for blk, c in zip(self.blocks, caches):
+            x = blk(x, mask, c)
+        return self.head(self.ln_f(x[:, -1:]))[:, 0], caches
+
+    def decode_step(self, tok: torch.Tensor, pos: torch.Tensor, attn: torch.Tensor, caches: list) -> torch.Tensor:
+        """One new token per row (tok [B], pos [B]); attn [B, T_total] covers cache + new token."""
+        x = self.wte(tok[:, None]) + self.wpe(pos[:, None])
+        mask = attn[:, None, None, :]
+        for blk, c in zip(self.blocks, caches):
+            x = blk(x, mask, c)
+        return self.head(self.ln_f(x))[:, 0]
 
 
 def n_params(model: nn.Module) -> int:
@@ -127,8 +153,10 @@ class TinyPolicy:
         new_lp = torch.zeros((B, max_new))
         done = torch.zeros(B, dtype=torch.bool)
         lengths = torch.full((B,), max_new, dtype=torch.long)
+        logits, caches = self.model.prefill(idx, attn)
+        pos = attn.long().sum(1) - 1
         for t in range(max_new):
-            logits = self.model(idx, attn)[:, -1, :].float()
+            logits = logits.float()
             if sp.greedy or sp.temperature <= 0:
                 logp = F.log_softmax(logits, -1)
                 nxt = logits.argmax(-1)
@@ -147,10 +175,11 @@ class TinyPolicy:
             just = (~done) & (nxt == self.tok.eos_id)
             lengths = torch.where(just, torch.full_like(lengths, t + 1), lengths)
             done = done | just
-            idx = torch.cat([idx, nxt[:, None]], 1)
             attn = torch.cat([attn, torch.ones(B, 1, dtype=torch.bool)], 1)
-            if bool(done.all()):
+            if bool(done.all()) or t == max_new - 1:
                 break
+            pos = pos + 1
+            logits = self.model.decode_step(nxt, pos, attn, caches)
         out = []
         for r in range(B):
             L = int(lengths[r])

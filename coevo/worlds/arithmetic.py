@@ -1,6 +1,8 @@
 """Arithmetic world: integer expressions with a difficulty knob and an exact oracle.
 
-The proposer writes ``<question>EXPR</question>``; the solver writes the integer value.
+The proposer writes ``<question>EXPR</question>``; the solver writes a chain of steps
+ending in the value (``72-48=`` → ``72-40=32;32-8=24``); the answer is the integer after
+the last ``=``.
 Difficulty levels (the knob: digits, operators, terms):
 
   L1  a±b              one-digit operands
@@ -33,7 +35,7 @@ SOLVE_PREFIX = "<solve>"
 MAX_EXPR_CHARS = 24
 _EXPR_RE = re.compile(r"^\d{1,3}(?:[+\-*]\d{1,3}){1,3}$")
 _QUESTION_RE = re.compile(r"<question>(.*?)</question>", re.S)
-_INT_RE = re.compile(r"^\s*(-?\d{1,7})\s*$")
+_FINAL_RE = re.compile(r"(?:^|=)\s*(-?\d{1,7})\s*$")
 
 
 def evaluate(expr: str) -> int:
@@ -122,7 +124,9 @@ class ArithmeticWorld:
         return f"{SOLVE_PREFIX}{task.question}="
 
     def extract_answer(self, text: str) -> str | None:
-        m = _INT_RE.match(text)
+        """The final value: the integer after the last ``=`` of the chain of steps
+        (``12+30=42;42-5=37`` → ``37``), or a bare integer."""
+        m = _FINAL_RE.search(text)
         return str(int(m.group(1))) if m else None
 
     def repetition_text(self, question: str) -> str:

@@ -1,0 +1,3 @@
+from coevo.cli import app
+
+app(prog_name="coevo")

@@ -1,0 +1,41 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def coevo_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "coevo.cli", *args]
+
+
+def run_coevo(*args: str, timeout: float = 600, check: bool = True, env: dict | None = None) -> subprocess.CompletedProcess:
+    e = dict(os.environ, PYTHONUNBUFFERED="1", COLUMNS="200")
+    if env:
+        e.update(env)
+    p = subprocess.run(coevo_cmd(*args), capture_output=True, text=True, timeout=timeout, env=e, cwd=REPO)
+    if check and p.returncode != 0:
+        raise AssertionError(f"coevo {' '.join(args)} failed ({p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+    return p
+
+
+@pytest.fixture(scope="session")
+def tiny_ckpts(tmp_path_factory) -> Path:
+    """Barely trained tiny checkpoints (fast to make), independent of the shipped assets."""
+    d = tmp_path_factory.mktemp("ckpt")
+    run_coevo("pretrain", "--role", "all", "--steps", "15", "--out", str(d), "-q")
+    return d
+
+
+TINY_RUN = ["-q", "--set", "rzero.rounds=1", "--set", "rzero.challenger_steps=2", "--set", "rzero.solver_steps=2",
+            "--set", "rzero.challenger_prompts=8", "--set", "rzero.n_candidates=24", "--set", "rzero.solver_prompts=8",
+            "--set", "world.eval_per_level=6", "--set", "sampling.max_new_tokens=24"]
+
+
+def tiny_run_args(ckpts: Path, *extra: str) -> list[str]:
+    return [*TINY_RUN, "--set", f"backend.solver_checkpoint={ckpts / 'solver.pt'}",
+            "--set", f"backend.challenger_checkpoint={ckpts / 'challenger.pt'}",
+            "--set", f"backend.synthesizer_checkpoint={ckpts / 'synthesizer.pt'}", *extra]
