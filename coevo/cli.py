@@ -223,6 +223,41 @@ def eval_cmd(
                 console.print(f"{key}: {res[key]:.3f}")
 
 
+@doubt_app.command("export")
+def doubt_export(
+    run_dir: Path = typer.Argument(..., help="Run directory of a synco/rgbc run."),
+    n: int = typer.Option(200, "--n", help="Tasks to export (bucket plus blind controls)."),
+    seed: int = typer.Option(0),
+):
+    """Write the reference-in-doubt bucket (mixed with controls, blind to nu) for human labelling."""
+    from coevo.doubt import DoubtError, export_doubt
+
+    if not run_dir.is_dir():
+        fail(f"run directory not found: {run_dir}")
+    try:
+        emit_json(export_doubt(run_dir, n=n, seed=seed))
+    except DoubtError as e:
+        fail(str(e))
+
+
+@doubt_app.command("import")
+def doubt_import(
+    run_dir: Path = typer.Argument(..., help="Run directory with a doubt export."),
+    labels: Path = typer.Argument(..., help="CSV with columns id, correct_answer."),
+    min_precision: Optional[float] = typer.Option(None, help="Gate: precision (default rgbc.doubt_gate_precision)."),
+    min_recall: Optional[float] = typer.Option(None, help="Gate: recall (default rgbc.doubt_gate_recall)."),
+):
+    """Precision/recall of the mode anchor against human labels, and the gate for the bucket."""
+    from coevo.doubt import DoubtError, import_labels
+
+    if not run_dir.is_dir():
+        fail(f"run directory not found: {run_dir}")
+    try:
+        emit_json(import_labels(run_dir, labels, min_precision, min_recall))
+    except DoubtError as e:
+        fail(str(e))
+
+
 def main() -> None:  # pragma: no cover
     app()
 

@@ -112,13 +112,16 @@ def _weighted(parts: dict[str, float], weights: dict[str, float]) -> float:
 
 
 def novelty_scores(world, questions: Sequence[str], recent: Sequence[str]) -> np.ndarray:
-    """1 - max BLEU similarity of each question to the recent window and to earlier ones of the batch."""
+    """1 - max BLEU similarity of each question to the recent window and to earlier ones of the batch
+    (a verbatim repeat counts as similarity 1: 4-gram BLEU of a 3-token question is below 1)."""
     from coevo.rewards.repetition import pairwise_bleu
 
     if not questions:
         return np.zeros(0)
     allq = [world.repetition_text(q) for q in list(recent) + list(questions)]
     sim = pairwise_bleu(allq)
+    same = np.array([[a == b for b in allq] for a in allq])  # short questions: BLEU of a verbatim repeat < 1
+    sim = np.where(same, 1.0, sim)
     r = len(recent)
     out = np.ones(len(questions))
     for j in range(len(questions)):
