@@ -172,8 +172,8 @@ def test_end_to_end_rzero_run_and_audit(tmp_path, capsys):
         ck.mkdir()
         prev = torch.get_num_threads()
         torch.set_num_threads(1)
-        for role in ("solver", "challenger"):
-            st = train_role(role, seed=0, steps=20).state(with_optimizer=False)
+        for role, steps in (("solver", 3), ("challenger", 20)):  # solver steps cost ~1 s each on a busy CPU
+            st = train_role(role, seed=0, steps=steps).state(with_optimizer=False)
             st.pop("gen", None)
             torch.save(st, ck / f"{role}.pt")
         torch.set_num_threads(prev)

@@ -165,6 +165,13 @@ def _p2(datas, audits) -> dict:
     per, draws_all, ks = [], [], set()
     rng = np.random.default_rng(0)
     n_boot = 200
+    memo: Dict[tuple, float] = {}  # small buckets repeat triples across draws
+
+    def boot_err(tri3, k):
+        key = (k, *(round(x, 9) for x in tri3))
+        if key not in memo:
+            memo[key] = null_fit_error(tri3, k, grid=101)["error"]
+        return memo[key]
     for d, a in zip(datas, audits):
         sc = _screen(d)
         if sc is None or sc["mu"].size == 0:
@@ -190,7 +197,7 @@ def _p2(datas, audits) -> dict:
                     m = np.concatenate([mu[st == s] for s in pick])
                 else:
                     m = mu[rng.integers(0, mu.size, size=mu.size)]
-                boot[r, bi] = null_fit_error(tri(m), k, grid=121)["error"]
+                boot[r, bi] = boot_err(tri(m), k)
         per.append({"run": a["run_dir"], "k": k, "first_error": errs[0], "last_error": errs[1], "resampled": how})
         draws_all.append(boot.max(axis=1))
     if not per:
@@ -337,6 +344,8 @@ def print_predictions(preds: List[dict], console=None) -> None:
     from rich.table import Table
 
     c = console or Console()
+    if console is None and not c.is_terminal:
+        c = Console(width=160)
     t = Table(title="seed 000 predictions P1-P6 on the runs given")
     for col in ("P", "claim", "measured [95% interval]", "n", "verdict", "termination line / why not evaluable"):
         t.add_column(col, overflow="fold")

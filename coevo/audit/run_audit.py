@@ -688,6 +688,9 @@ def _plot_series(run: dict) -> Optional[str]:
         ys = [p["value"] for p in ps]
         es = [Z95 * (p["se"] or 0.0) for p in ps]
         ax.errorbar(xs, ys, yerr=es, marker="o", capsize=3, label=f"{ins['label']} (pooled {ins['value']:.3f})")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("step (batch)")
     ax.legend(fontsize=6)
     ax.set_title("Audit instruments per step (±1.96 binomial SE)")
@@ -710,6 +713,6 @@ def audit_section_html(run_dir: Path, led: Ledger, run_id: str) -> str:
         fig = (f'<figure><img alt="audit per step" src="data:image/png;base64,{png}"/><figcaption>Audit instruments '
                f'per step</figcaption></figure>') if png else "<p class=note>no per-step series to plot</p>"
         return (f"<h2>Audit</h2><p class=note>`coevo audit {H.escape(str(run_dir))}` — definitions in docs/audit.md. "
-                f"Intervals: batch bootstrap over steps unless stated.</p><table><tr>{head}</tr>{body}</table>{ul}{fig}")
+                f"The interval column says how each interval was computed.</p><table><tr>{head}</tr>{body}</table>{ul}{fig}")
     except Exception as e:  # the report must not fail because of the audit
         return f"<h2>Audit</h2><p class=note>audit failed: {H.escape(repr(e))}</p>"

@@ -1,0 +1,103 @@
+"""Seed 000's predictions P1-P6 on hand-written ledgers (hand-computed values) and the verdict rule."""
+from pathlib import Path
+
+import pytest
+
+from coevo.audit.predictions import arm_role, judge, print_predictions
+from coevo.audit.run_audit import audit_runs
+from coevo.ledger.store import Ledger
+
+K = 4
+
+
+def ledger(run_dir: Path, rows, arm, seed, recipe="rgbc") -> Path:
+    """rows: (task, step, mu_screen, mu_confirm, nu, mode_share, mu_pre, mu_post)."""
+    run_dir.mkdir(parents=True)
+    led = Ledger(run_dir / "ledger.duckdb")
+    led.append("runs", [{"run_id": run_dir.name, "recipe": recipe, "world": "arithmetic", "seed": seed}])
+    led.append("task_stats", [{
+        "run_id": run_dir.name, "task_id": t, "round": 1, "step": s, "arm": arm, "k_screen": K, "mu_screen": ms,
+        "k_confirm": None if mc is None else K, "mu_confirm": mc, "mu_tilde": ms if mc is None else (ms + mc) / 2,
+        "nu": nu, "mode_share": share, "mu_pre": pre, "mu_post": post} for t, s, ms, mc, nu, share, pre, post in rows])
+    led.close()
+    return run_dir
+
+
+BASE0 = [("t1", 1, .50, .25, 1, .50, .50, .25), ("t2", 1, .75, 1.0, 0, .75, .75, 1.0),
+         ("t3", 1, 1.0, None, None, 1.0, 1.0, 1.0), ("t4", 1, 0.0, None, None, None, 0.0, 0.0),
+         ("t5", 2, .25, .50, 1, .50, .25, .50), ("t6", 2, .50, 0.0, 0, .50, .50, .75)]
+BASE1 = [r if r[0] != "t3" else ("t3", 1, .50, .50, None, .50, 1.0, 1.0) for r in BASE0]
+FULL = [("u1", 1, .50, .50, None, None, None, None), ("u2", 1, .25, .75, None, None, None, None),
+        ("u3", 2, .50, .25, None, None, None, None), ("u4", 2, 0.0, None, None, None, None, None)]
+
+
+@pytest.fixture
+def three_runs(tmp_path):
+    return [ledger(tmp_path / "b0", BASE0, "synco", 0, "synco"), ledger(tmp_path / "b1", BASE1, "synco", 1, "synco"),
+            ledger(tmp_path / "f0", FULL, "full", 0)]
+
+
+def test_judge_lines():
+    # P1 shape: predicted <= 0.45, termination >= 0.70
+    term = [(">=", 0.70, "frontier")]
+    assert judge(0.30, 0.20, 0.40, ("<=", 0.45), term)["verdict"] == "holds"
+    assert judge(0.40, 0.30, 0.50, ("<=", 0.45), term)["verdict"].startswith("leans to holding")
+    assert judge(0.80, 0.72, 0.88, ("<=", 0.45), term)["verdict"] == "termination line crossed"
+    assert judge(0.72, 0.60, 0.84, ("<=", 0.45), term)["verdict"].startswith("leans to the termination")
+    j = judge(0.60, 0.50, 0.69, ("<=", 0.45), term)
+    assert j["verdict"].startswith("between the lines") and "no termination line applies" in j["line"]
+    assert judge(0.30, None, None, ("<=", 0.45), term)["verdict"] == "holds (point estimate only)"
+    # P3 shape: two termination lines on either side
+    lines = [("<", 0.01, "tight"), (">", 0.20, "re-estimate")]
+    assert judge(0.005, 0.001, 0.009, (">=", 0.05), lines)["line"].startswith("< 0.01")
+    assert judge(0.30, 0.25, 0.35, (">=", 0.05), lines)["line"].startswith("> 0.2")
+
+
+def test_arm_roles():
+    assert arm_role("synco", "synco") == "baseline" and arm_role("a", "rgbc") == "baseline"
+    assert arm_role("full", "rgbc") == "full" and arm_role("c", "rgbc") == "full"
+    assert arm_role("rzero", "rzero") is None and arm_role("b", "rgbc") is None
+
+
+def test_predictions_hand_computed(three_runs, capsys):
+    res = audit_runs(three_runs, predictions=True)
+    P = {p["id"]: p for p in res["predictions"]}
+    # P1: screen-bearing tasks with a mixed confirm group: b0 2/4, b1 3/5, f0 3/3 -> 8/12
+    assert P["P1"]["value"] == pytest.approx(8 / 12)
+    assert P["P1"]["verdict"].startswith("between") or "leans" in P["P1"]["verdict"]
+    # P3: nu defined on b0 t1 t2 t5 t6 and b1 t1 t2 t5 t6 (b1's t3 has no nu): misses t2, t6 -> 4/8 > 20%
+    assert P["P3"]["value"] == pytest.approx(0.5)
+    assert P["P3"]["line"].startswith("> 0.2")
+    # P4: |lag| = .25 .25 0 0 .25 .25 in b0; b1 the same but t3 (1.0 -> 1.0) -> median .25
+    assert P["P4"]["value"] == pytest.approx(0.25)
+    assert "termination" not in P["P4"]["verdict"]
+    # P5: full 3/4 both mixed; baseline (2 + 3) / 12 -> gain 1/3
+    assert P["P5"]["value"] == pytest.approx(3 / 4 - 5 / 12)
+    assert P["P5"]["extra"]["baseline"] == pytest.approx(5 / 12)
+    # P6: single-shot bearing rate of the baseline seeds 4/6 and 5/6 -> range 1/6
+    assert P["P6"]["value"] == pytest.approx(1 / 6)
+    assert P["P6"]["extra"]["per_seed"] == {"0": pytest.approx(4 / 6), "1": pytest.approx(5 / 6)}
+    assert P["P6"]["ci_low"] <= P["P6"]["value"] <= P["P6"]["ci_high"]
+    # P2: K = 4 groups in two steps per run -> evaluated, error within grid precision or a real miss
+    assert P["P2"]["status"] == "evaluated" and P["P2"]["value"] >= 0
+    print_predictions(res["predictions"])
+    out = capsys.readouterr().out
+    assert "P6" in out and "termination line" in out
+
+
+def test_predictions_not_evaluable_without_screen_confirm(tmp_path):
+    led = Ledger(tmp_path / "r" / "ledger.duckdb") if (tmp_path / "r").mkdir() is None else None
+    led.append("runs", [{"run_id": "r", "recipe": "rzero", "world": "arithmetic", "seed": 0}])
+    led.close()
+    P = {p["id"]: p for p in audit_runs([tmp_path / "r"], predictions=True)["predictions"]}
+    for pid in P:
+        assert P[pid]["status"] == "not evaluable" and P[pid]["reason"], pid
+    assert "kappa-bar needs a SynCo/RGBC run" in P["P1"]["reason"]
+    assert "baseline arm" in P["P5"]["reason"] and ">= 2 seeds" in P["P6"]["reason"]
+
+
+def test_p5_needs_confirm_groups_in_both_arms(tmp_path):
+    no_confirm = [(t, s, ms, None, None, None, None, None) for t, s, ms, *_ in BASE0]
+    runs = [ledger(tmp_path / "b0", no_confirm, "a", 0), ledger(tmp_path / "f0", FULL, "c", 0)]
+    P = {p["id"]: p for p in audit_runs(runs, predictions=True)["predictions"]}
+    assert P["P5"]["status"] == "not evaluable" and "baseline arm has mixed screen groups" in P["P5"]["reason"]
