@@ -106,8 +106,19 @@ def test_screen_confirm_instruments_hand_computed(tmp_path):
     assert ins["abstention_share"]["value"] == pytest.approx(0.125)
     assert ins["abstention_share"]["extra"]["reasons"] == {"timeout": 1}
     assert ins["eval_accuracy"]["status"] == "unavailable"
-    # two steps: too few batches for a bootstrap, so a Wald interval and it says so
-    assert "Wald" in ins["kappa_bar"]["interval"]
+    # two steps: too few batches for a bootstrap, so a Wilson interval and it says so
+    assert ins["kappa_bar"]["interval"].startswith("Wilson") and "2 batches < 5" in ins["kappa_bar"]["interval"]
+    assert 0 <= ins["kappa_bar"]["ci_low"] < 0.5 < ins["kappa_bar"]["ci_high"] <= 1
+
+
+def test_wilson_interval_hand_computed():
+    from coevo.audit.run_audit import wilson_interval
+
+    # p = 0, n = 3: upper = z^2/n / (1 + z^2/n) = 1.2805 / 2.2805
+    lo, hi = wilson_interval(0.0, 3)
+    assert lo == pytest.approx(0.0, abs=1e-12) and hi == pytest.approx(1.959964 ** 2 / 3 / (1 + 1.959964 ** 2 / 3), rel=1e-6)
+    lo, hi = wilson_interval(0.5, 100)
+    assert (lo + hi) / 2 == pytest.approx(0.5) and hi - lo == pytest.approx(0.19234, abs=1e-4)
 
 
 def test_rzero_like_ledger_and_what_cannot_be_computed(tmp_path):

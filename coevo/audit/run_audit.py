@@ -199,15 +199,33 @@ def _interval_est(x: np.ndarray, batches: np.ndarray, tasks: Optional[np.ndarray
     ex["se_batch_clustered"] = clustered_se(x, batches)
     bb = batch_bootstrap_ci(x, batches, n_boot=N_BOOT, seed=0)
     ex["batch_bootstrap"] = bb
-    if bb["n_batches"] >= MIN_BATCHES:
+    if bb["n_batches"] >= MIN_BATCHES and not (binary and v in (0.0, 1.0)):
         se, lo, hi = bb["se"], bb["ci_low"], bb["ci_high"]
         ex["interval_method"] = f"batch bootstrap ({bb['n_batches']} batches)"
-    else:  # too few batches for a bootstrap: the wider of the binomial and task-clustered Wald intervals
+    else:  # too few batches for a bootstrap (or no event at all): the wider of the binomial and clustered SEs
         cands = [ex["se_binomial"], ex.get("se_task_clustered", float("nan"))]
+        if bb["n_batches"] >= 2:
+            cands.append(ex["se_batch_clustered"])
         se = max(c for c in cands if np.isfinite(c)) if any(np.isfinite(c) for c in cands) else float("nan")
-        lo, hi = v - Z95 * se, v + Z95 * se
-        ex["interval_method"] = f"Wald, {'task-clustered/' if tasks is not None else ''}binomial ({bb['n_batches']} batches < {MIN_BATCHES})"
+        why = f"{bb['n_batches']} batches < {MIN_BATCHES}" if bb["n_batches"] < MIN_BATCHES else "no event"
+        if binary:  # Wilson score interval at the design-effect sample size p(1-p)/se^2
+            n_eff = v * (1 - v) / se ** 2 if (0 < v < 1 and se > 0) else float(n)
+            lo, hi = wilson_interval(v, n_eff)
+            ex["interval_method"] = f"Wilson, clustered n_eff={n_eff:.0f} ({why})"
+        else:
+            lo, hi = v - Z95 * se, v + Z95 * se
+            ex["interval_method"] = f"Wald, clustered ({why})"
     return Estimate(v, se, lo, hi, n, ex)
+
+
+def wilson_interval(p: float, n: float, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a proportion; stays inside [0, 1] and is not degenerate at p = 0 or 1."""
+    if n <= 0:
+        return float("nan"), float("nan")
+    d = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / d
+    h = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return float(max(0.0, c - h)), float(min(1.0, c + h))
 
 
 def _per_step(x: np.ndarray, steps: np.ndarray) -> List[dict]:
@@ -333,7 +351,9 @@ def _screen_confirm(ts: Optional[dict], why: str) -> Dict[str, dict]:
         est.extra.update({"n_screened": k_inst.extra["n_screened"], "n_screen_bearing": k_inst.extra["n_screen_bearing"]})
         se_t = est.extra.get("se_task_clustered", float("nan"))
         se_t = se_t if np.isfinite(se_t) else est.extra["se_binomial"]
-        est.extra["ci_task_clustered"] = [est.value - Z95 * se_t, est.value + Z95 * se_t]
+        v = est.value
+        est.extra["ci_task_clustered"] = list(wilson_interval(v, v * (1 - v) / se_t ** 2 if 0 < v < 1 and se_t > 0
+                                                              else float(est.n)))
         est.extra["per_step"] = _per_step(kap, step[sel])
         out["kappa_bar"] = _ok(L["kappa_bar"], est, "task_stats.mu_screen, mu_confirm (only tasks with 0<mu_screen<1 "
                                "and a confirm group)", "batch bootstrap (steps)")
