@@ -6,7 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from coevo.audit.run_audit import AuditError, audit_runs, audit_section_html, null_fit_error

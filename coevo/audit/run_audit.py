@@ -270,6 +270,7 @@ def instruments_for(d: dict, recipe: str) -> Dict[str, dict]:
     else:
         g = bearing_indicator(sc["mu"]).astype(float)
         est = _interval_est(g, sc["step"], sc["task"])
+        assert est.value == bearing_rate(sc["mu"]).value  # same number as the colleague's instrument
         est.extra["per_step"] = _per_step(g, sc["step"])
         est.extra["k_values"] = sorted({int(x) for x in sc["k"]})
         out["bearing_rate"] = _ok("bearing rate P[0<mu<1]", est, sc["source"],
