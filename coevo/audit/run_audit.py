@@ -258,7 +258,7 @@ def _screen(d: dict) -> Optional[dict]:
                           "mu = share of the m answers the oracle judges correct")
 
 
-def instruments_for(d: dict, recipe: str) -> Dict[str, dict]:
+def instruments_for(d: dict, recipe: str, doubt_stable: float = 0.75) -> Dict[str, dict]:
     """All instruments of one run from ``collect``'s arrays."""
     out: Dict[str, dict] = {}
     sc = _screen(d)
@@ -279,7 +279,7 @@ def instruments_for(d: dict, recipe: str) -> Dict[str, dict]:
     # -- kappa, nu, lag, productive rate (screen/confirm recipes only)
     why_ts = (f"recipe {recipe!r} writes no task_stats rows: it draws one group of answers per task, no confirm "
               "group, no reference answer and no before/after-update pair" if ts is None else "")
-    out.update(_screen_confirm(ts, why_ts))
+    out.update(_screen_confirm(ts, why_ts, doubt_stable))
     # -- pseudo-label accuracy
     out["pseudo_label_accuracy"] = _pseudo_label(d, ts)
     # -- false agreement mass
@@ -329,7 +329,7 @@ def _null_model(sc: dict) -> dict:
                note="value = the larger max-abs error (share units) of the best two-point pool over the two buckets")
 
 
-def _screen_confirm(ts: Optional[dict], why: str) -> Dict[str, dict]:
+def _screen_confirm(ts: Optional[dict], why: str, stable: float = 0.75) -> Dict[str, dict]:
     L = {"kappa_bar": "kappa-bar (replication rate)", "productive_rate_replicated": "productive rate, replicated "
          "P[g1=1, g2=1]", "nu_bar": "nu-bar (reference-anchor miss rate)",
          "doubt_share": "reference-in-doubt share", "lag": "lag l-bar = mu_pre - mu_post"}
@@ -380,9 +380,9 @@ def _screen_confirm(ts: Optional[dict], why: str) -> Dict[str, dict]:
         out["doubt_share"] = _na(L["doubt_share"], r, "task_stats.nu, mode_share")
     else:
         share = np.nan_to_num(_arr(ts["mode_share"]), nan=0.0)
-        res = nu_bar(nu[dfn] >= 0.5, share[dfn], mu[dfn])
+        res = nu_bar(nu[dfn] >= 0.5, share[dfn], mu[dfn], stable=stable)
         for key, inst in (("nu_bar", res["nu_bar"]), ("doubt_share", res["doubt_share"])):
-            x = ((nu[dfn] < 0.5) if key == "nu_bar" else ((nu[dfn] < 0.5) & (share[dfn] >= 0.75 - 1e-12))).astype(float)
+            x = ((nu[dfn] < 0.5) if key == "nu_bar" else ((nu[dfn] < 0.5) & (share[dfn] >= stable - 1e-12))).astype(float)
             est = _interval_est(x, step[dfn], task[dfn], n_total=int(len(nu)))
             assert abs(est.value - inst.value) < 1e-12  # same number as the colleague's instrument
             est.extra["per_step"] = _per_step(x, step[dfn])
@@ -565,7 +565,7 @@ def _assemble(run_dir: Path, info: dict, cfg: dict, d: dict) -> dict:
     arm = ",".join(arms) if arms else recipe
     return {"run_dir": str(run_dir), "run_id": info["run_id"], "recipe": recipe, "arm": arm,
             "seed": info.get("seed", cfg.get("seed")), "world": info.get("world"),
-            "instruments": instruments_for(d, recipe)}
+            "instruments": instruments_for(d, recipe, float((cfg.get("rgbc") or {}).get("doubt_stable", 0.75)))}
 
 
 def _seed_ranges(runs: List[dict]) -> List[dict]:
