@@ -218,7 +218,9 @@ class TinyPolicy:
 
         self.model.train()
         idx, attn, mask, old = self._batch_tensors(batch)
-        temps = torch.tensor([max(c.meta.get("temperature", 1.0), 1e-6) or 1.0 for c in batch])
+        # logprobs are taken under the tempered distribution the sample came from; greedy
+        # completions (temperature 0) were scored at T = 1, so they train at T = 1 too
+        temps = torch.tensor([float(c.meta.get("temperature", 1.0)) or 1.0 for c in batch])
         lp = self._token_logprobs(self.model, idx, attn, temps)
         ref = None
         if loss.kl_coef > 0:

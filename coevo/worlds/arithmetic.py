@@ -155,10 +155,11 @@ class ArithmeticWorld:
         rng = random.Random(self.eval_seed)
         tasks, seen = [], set()
         for level in LEVELS:
-            count = 0
-            while count < self.eval_per_level:
+            count, misses = 0, 0
+            while count < self.eval_per_level and misses < 10_000:  # L1 has only 200 distinct questions
                 q = generate(level, rng)
                 if q in seen:
+                    misses += 1
                     continue
                 seen.add(q)
                 tasks.append(Task(task_id=task_id_for(q, "eval"), question=q,
