@@ -6,7 +6,7 @@ A bad value fails at load with the field's dotted name, e.g.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -26,7 +26,11 @@ class WorldConfig(Strict):
     name: Literal["arithmetic", "math"] = "arithmetic"
     eval_per_level: int = Field(200, ge=1, description="held-out eval tasks per difficulty level")
     eval_seed: int = 12345
-    frontier_band: list[str] = Field(default_factory=lambda: ["L3"], description="levels reported as the frontier")
+    frontier_band: Union[Literal["auto"], list[str]] = Field(
+        "auto", description="levels reported as the frontier; auto = levels whose initial (round 0) accuracy "
+                            "lies in [frontier_low, frontier_high]")
+    frontier_low: float = Field(0.2, ge=0, le=1)
+    frontier_high: float = Field(0.8, ge=0, le=1)
     challenger_prompt_line: str = Field(
         "fewer than 30% of advanced high-school students could solve it",
         description="math world: R-Zero's difficulty line in the Challenger prompt")

@@ -239,6 +239,18 @@ def binomial_se(p: float, n: int) -> float:
     return math.sqrt(max(p * (1 - p), 0.0) / n) if n > 0 else float("nan")
 
 
+def frontier_levels(cfg: RunConfig, init: dict | None, counts: dict) -> list[str]:
+    """The frontier band: given levels, or (``auto``) those whose initial accuracy lies in
+    [frontier_low, frontier_high] — fixed by the round-0 evaluation, before any training."""
+    fb = cfg.world.frontier_band
+    if fb != "auto":
+        return [b for b in fb if b in counts]
+    if not init:
+        return []
+    lo, hi = cfg.world.frontier_low, cfg.world.frontier_high
+    return [d for d, a in init["by_difficulty"].items() if lo <= a <= hi]
+
+
 def build_summary(led: Ledger, run_id: str, cfg: RunConfig) -> dict:
     rounds = [views.round_row(led, run_id, r) for r in views.rounds_completed(led, run_id)]
     init = views.eval_accuracy(led, run_id, 0)
@@ -246,7 +258,7 @@ def build_summary(led: Ledger, run_id: str, cfg: RunConfig) -> dict:
     wall = led.query("SELECT coalesce(sum(seconds), 0) AS s FROM steps WHERE run_id = ?", [run_id])[0]["s"]
     summary = {"rounds": rounds, "initial_solver_eval_accuracy": init, "eval_n_by_difficulty": counts,
                "wall_seconds": float(wall), "recipe": cfg.recipe, "preset": cfg.preset, "seed": cfg.seed}
-    band = [b for b in cfg.world.frontier_band if b in counts]
+    band = frontier_levels(cfg, init, counts)
     if init and rounds and rounds[-1]["solver_eval_accuracy"] and band:
         n = sum(counts[b] for b in band)
         a0 = sum(init["by_difficulty"][b] * counts[b] for b in band) / n
@@ -262,21 +274,21 @@ def print_round_table(summary: dict, run_dir: Path) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title=f"coevo {summary['recipe']} - {run_dir}")
+    t = Table(title=f"coevo {summary['recipe']} · {run_dir}", caption="accuracy = oracle, greedy, held-out set; "
+              "PL = pseudo-label accuracy of kept candidates; C = Challenger")
     diffs = list(summary["eval_n_by_difficulty"])
-    for col in ["round", "eval acc", *[f"acc {d}" for d in diffs], "pseudo-label acc", "kept", "chal. reward",
-                "format fail", "rollouts"]:
-        t.add_column(col, justify="right")
+    for col in ["round", "acc", *diffs, "PL acc", "kept", "C reward", "C fmt fail", "rollouts"]:
+        t.add_column(col, justify="right", no_wrap=True)
     fmt = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
     init = summary["initial_solver_eval_accuracy"] or {"overall": None, "by_difficulty": {}}
-    t.add_row("0 (init)", fmt(init["overall"]), *[fmt(init["by_difficulty"].get(d)) for d in diffs],
+    t.add_row("0", fmt(init["overall"]), *[fmt(init["by_difficulty"].get(d)) for d in diffs],
               "-", "-", "-", "-", "-")
     for r in summary["rounds"]:
         acc = r["solver_eval_accuracy"] or {"overall": None, "by_difficulty": {}}
         t.add_row(str(r["round"]), fmt(acc["overall"]), *[fmt(acc["by_difficulty"].get(d)) for d in diffs],
                   fmt(r["pseudo_label_accuracy"]), fmt(r["kept_fraction"]), fmt(r["challenger_reward_mean"]),
                   fmt(r["format_failure_rate"]), str(r["n_rollouts"]))
-    c = Console()
+    c = Console(width=max(Console().width, 110))
     c.print(t)
     f = summary.get("frontier")
     if f:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 import time
 from pathlib import Path
@@ -25,13 +26,20 @@ from coevo.backends.tiny import TinyConfig, TinyPolicy, n_params
 from coevo.backends.base import SamplingParams
 from coevo.worlds.arithmetic import LEVELS, evaluate, generate, format_question
 
-ROLES = ("solver", "challenger", "synthesizer")
+ROLES = ("solver", "challenger", "synthesizer", "shared")
 
 # per-role recipe: level mix, steps, batch, lr
 RECIPES = {
-    "solver": {"mix": {"L1": 0.30, "L2": 0.14, "L3": 0.30, "L4": 0.16, "L5": 0.10}, "steps": 1500, "batch": 128, "lr": 2e-3},
-    "challenger": {"mix": {lv: 0.2 for lv in LEVELS}, "steps": 400, "batch": 64, "lr": 2e-3},
-    "synthesizer": {"mix": {lv: 0.2 for lv in LEVELS}, "steps": 800, "batch": 64, "lr": 2e-3, "wrong_rate": 0.2},
+    "solver": {"mix": {"L1": 0.25, "L2": 0.20, "L3": 0.25, "L4": 0.15, "L5": 0.15}, "steps": 2400, "batch": 64,
+               "lr": 3e-3, "arch": {"n_embd": 96, "n_layer": 3, "n_head": 4, "block_size": 96}},
+    "challenger": {"mix": {lv: 0.2 for lv in LEVELS}, "steps": 400, "batch": 64, "lr": 2e-3,
+                   "arch": {"n_embd": 128, "n_layer": 4, "n_head": 4, "block_size": 48}},
+    "synthesizer": {"mix": {lv: 0.2 for lv in LEVELS}, "steps": 2400, "batch": 64, "lr": 3e-3, "wrong_rate": 0.2,
+                    "arch": {"n_embd": 96, "n_layer": 3, "n_head": 4, "block_size": 128}},
+    # R-Zero's "Single" ablation: one set of parameters plays both roles
+    "shared": {"mix": {"L1": 0.25, "L2": 0.20, "L3": 0.25, "L4": 0.15, "L5": 0.15}, "steps": 2400, "batch": 64,
+               "lr": 3e-3, "roles": {"solver": 0.75, "challenger": 0.25},
+               "arch": {"n_embd": 96, "n_layer": 3, "n_head": 4, "block_size": 96}},
 }
 
 
@@ -174,16 +182,19 @@ def train_role(role: str, seed: int = 0, steps: int | None = None, quiet: bool =
     steps = rec["steps"] if steps is None else steps
     torch.manual_seed(seed)
     rng = random.Random(f"{role}-{seed}")
-    block = 96 if role in ("synthesizer", "solver") else 48
-    pol = TinyPolicy(role, TinyConfig(vocab_size=31, block_size=block, n_layer=4, n_head=4, n_embd=128), seed=seed)
+    pol = TinyPolicy(role, TinyConfig(vocab_size=31, **rec["arch"]), seed=seed)
     opt = torch.optim.AdamW(pol.model.parameters(), lr=rec["lr"], weight_decay=0.01, betas=(0.9, 0.99))
     pol.model.train()
     t0 = time.time()
     for step in range(steps):
-        lr = rec["lr"] * min(1.0, (step + 1) / 100) * (0.1 + 0.9 * 0.5 * (1 + torch.cos(torch.tensor(step / max(steps, 1) * 3.14159)).item()))
+        lr = rec["lr"] * min(1.0, (step + 1) / 100) * (0.1 + 0.45 * (1 + math.cos(math.pi * step / max(steps, 1))))
         for g in opt.param_groups:
             g["lr"] = lr
-        pairs = [example(role, rng, rec["mix"], rec.get("wrong_rate", 0.0)) for _ in range(rec["batch"])]
+        if "roles" in rec:  # a mix of roles in one model
+            sub = rng.choices(list(rec["roles"]), weights=list(rec["roles"].values()), k=rec["batch"])
+            pairs = [example(r_, rng, rec["mix"] if r_ == "solver" else RECIPES[r_]["mix"]) for r_ in sub]
+        else:
+            pairs = [example(role, rng, rec["mix"], rec.get("wrong_rate", 0.0)) for _ in range(rec["batch"])]
         idx, mask = _batch(pol, pairs)
         attn = idx != pol.tok.pad_id
         logits = pol.model(idx, attn)[:, :-1]
@@ -241,10 +252,13 @@ def pretrain_roles(role: str, out: Path, steps: int | None = None, seed: int = 0
             torch.save(st, path)
             entry = {"path": str(path), "params": n_params(pol.model), "sha256_state": state_digest(pol),
                      "seconds": round(time.time() - t0, 1), "steps": steps or RECIPES[r]["steps"]}
-            if r == "solver":
+            if r in ("solver", "shared"):
                 entry["greedy_accuracy_by_level"] = solver_accuracy(pol)
             info[r] = entry
-        (out / "pretrain_info.json").write_text(json.dumps(info, indent=2))
+            info_path = out / "pretrain_info.json"
+            prev_info = json.loads(info_path.read_text()) if info_path.is_file() else {}
+            prev_info.update({r: entry})
+            info_path.write_text(json.dumps(prev_info, indent=2))
     finally:
         torch.set_num_threads(prev)
     return info
