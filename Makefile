@@ -11,7 +11,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# torch first, pinned: 2.13.0 is the CPU build on local disk; any other spec pulls CUDA.
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[test]'
+	# the hf extra (transformers, peft) lets the real-model backend tests run too
+	$(PY) -m pip install -q -e '.[test,hf]'
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -24,7 +24,7 @@ class Strict(BaseModel):
 
 class WorldConfig(Strict):
     name: Literal["arithmetic", "math"] = "arithmetic"
-    eval_per_level: int = Field(200, ge=1, description="held-out eval tasks per difficulty level")
+    eval_per_level: int = Field(500, ge=1, description="held-out eval tasks per difficulty level (L1 has only 200 distinct)")
     eval_seed: int = 12345
     frontier_band: Union[Literal["auto"], list[str]] = Field(
         "auto", description="levels reported as the frontier; auto = levels whose initial (round 0) accuracy "
@@ -58,8 +58,8 @@ class BackendConfig(Strict):
     solver_checkpoint: Optional[str] = Field(None, description="tiny: path; None = shipped pretrained asset")
     challenger_checkpoint: Optional[str] = None
     synthesizer_checkpoint: Optional[str] = None
-    lr_solver: float = Field(3e-4, gt=0)
-    lr_challenger: float = Field(3e-4, gt=0)
+    lr_solver: float = Field(1e-4, gt=0)
+    lr_challenger: float = Field(1e-4, gt=0)
     grad_clip: float = Field(1.0, gt=0)
     threads: int = Field(2, ge=1, description="torch CPU threads")
     options: dict[str, Any] = Field(default_factory=dict, description="backend-specific (hf model id, urls, ...)")

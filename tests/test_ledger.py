@@ -39,3 +39,28 @@ def test_nullable_values_and_cache_store(tmp_path):
 def test_missing_ledger_read_only(tmp_path):
     with pytest.raises(LedgerError):
         Ledger(tmp_path / "absent.duckdb", read_only=True)
+
+
+def test_verdict_cache_in_the_ledger_replays_across_reopen(tmp_path):
+    from coevo.verify import Verdict, VerdictCache
+
+    calls = []
+
+    def judge_many(items):
+        calls.extend(items)
+        return [Verdict(1 if a == "42" else 0, "", "llm_judge", "j1") if a != "?" else
+                Verdict(None, "judge-unknown", "llm_judge", "j1") for _, a in items]
+
+    items = [("c1", "42"), ("c1", "41"), ("c2", "?"), ("c1", "42")]
+    led = Ledger(tmp_path / "l.duckdb")
+    first = VerdictCache(led).get_or_compute_many("llm_judge", "j1", "judge-v1", items, judge_many)
+    assert [v.value for v in first] == [1, 0, None, 1] and len(calls) == 3
+    led.close()
+    led = Ledger(tmp_path / "l.duckdb")  # a re-score of the run, later
+    cache = VerdictCache(led)
+    again = cache.get_or_compute_many("llm_judge", "j1", "judge-v1", items, judge_many)
+    assert [v.value for v in again] == [1, 0, None, 1] and [v.reason for v in again][2] == "judge-unknown"
+    assert len(calls) == 3 and cache.hits == 4 and all(v.detail.get("cached") for v in again)
+    other = cache.get_or_compute_many("llm_judge", "j2", "judge-v1", items[:1], judge_many)
+    assert len(calls) == 4 and other[0].value == 1  # another judge version is another key
+    led.close()

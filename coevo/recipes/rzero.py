@@ -79,7 +79,7 @@ class RZeroRecipe:
                                               "" if a is not None else "no-answer"))
                 if oracle_v is not None:
                     v = oracle_v[j]
-                    verd.append(self._verdict_row(spec, rid, t.task_id, "oracle", v.value, v.reason))
+                    verd.append(self._verdict_row(spec, rid, t.task_id, "oracle", v.value, v.reason, v.elapsed_s))
                 j += 1
         w.add("rollouts", roll)
         w.add("verdicts", verd)
@@ -90,10 +90,10 @@ class RZeroRecipe:
                 "role": role, "purpose": purpose, "group_idx": k, "policy_version": c.policy_version,
                 "text": c.text, "answer": answer, "n_tokens": len(c.token_ids), "finish_reason": c.finish_reason}
 
-    def _verdict_row(self, spec, rid, task_id, target, value, reason) -> dict:
+    def _verdict_row(self, spec, rid, task_id, target, value, reason, elapsed_s: float = 0.0) -> dict:
         return {"run_id": self.run_id, "rollout_id": rid, "task_id": task_id, "step": spec.step, "target": target,
                 "verifier_kind": self.verifier.kind, "verifier_version": self.verifier.version,
-                "criterion_id": None, "value": value, "reason": reason, "elapsed_s": 0.0}
+                "criterion_id": None, "value": value, "reason": reason, "elapsed_s": elapsed_s}
 
     # ------------------------------------------------------------------ phases
     def _eval(self, spec: StepSpec, w: StepWriter) -> dict:
@@ -208,9 +208,11 @@ class RZeroRecipe:
             k = i % rz.solver_group
             rid = f"{t.task_id}-s{spec.step}-train-{k}"
             roll.append(self._rollout_row(spec, rid, t.task_id, "solver", "train", k, c, answers[i]))
-            verd.append(self._verdict_row(spec, rid, t.task_id, "pseudo_label", match[i].value, match[i].reason))
+            verd.append(self._verdict_row(spec, rid, t.task_id, "pseudo_label", match[i].value, match[i].reason,
+                                          match[i].elapsed_s))
             if oracle is not None:
-                verd.append(self._verdict_row(spec, rid, t.task_id, "oracle", oracle[i].value, oracle[i].reason))
+                verd.append(self._verdict_row(spec, rid, t.task_id, "oracle", oracle[i].value, oracle[i].reason,
+                                              oracle[i].elapsed_s))
             rew.append({"run_id": self.run_id, "step": spec.step, "role": "solver", "item_id": rid,
                         "task_id": t.task_id, "reward": float(rewards[i]), "advantage": float(adv[i]),
                         "components_json": None})
