@@ -20,7 +20,7 @@ import random
 from pathlib import Path
 
 from coevo.ledger import views
-from coevo.ledger.store import Ledger, LedgerError
+from coevo.ledger.store import open_run_ledger, Ledger, LedgerError
 
 
 class DoubtError(Exception):
@@ -28,11 +28,8 @@ class DoubtError(Exception):
 
 
 def _open(run_dir: Path) -> Ledger:
-    path = Path(run_dir) / "ledger.duckdb"
-    if not path.is_file():
-        raise DoubtError(f"{run_dir} is not a coevo run directory (no ledger.duckdb)")
     try:
-        return Ledger(path, read_only=True)
+        return open_run_ledger(run_dir)
     except LedgerError as e:
         raise DoubtError(str(e)) from None
 

@@ -22,7 +22,7 @@ from coevo.audit.instruments import (
 from coevo.audit.nullmodel import invert_null_model, null_model_shares
 from coevo.audit.stats import Z95, Estimate, batch_bootstrap_ci, binomial_se, clustered_se
 from coevo.ledger import views
-from coevo.ledger.store import Ledger, LedgerError
+from coevo.ledger.store import open_run_ledger, Ledger, LedgerError
 
 __all__ = ["AuditError", "audit_run", "audit_runs", "print_audit", "audit_section_html", "null_fit_error",
            "bootstrap_stat", "HEADLINE"]
@@ -135,11 +135,8 @@ def null_fit_error(triple: Sequence[float], k: int, grid: int = 201) -> Dict[str
 
 # ---------------------------------------------------------------------- reading one run
 def _open(run_dir: Path) -> Ledger:
-    path = Path(run_dir) / "ledger.duckdb"
-    if not path.is_file():
-        raise AuditError(f"{run_dir}: no ledger.duckdb (not a coevo run directory?)")
     try:
-        return Ledger(path, read_only=True)
+        return open_run_ledger(run_dir)
     except LedgerError as e:
         raise AuditError(str(e)) from None
 

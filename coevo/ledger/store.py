@@ -118,6 +118,14 @@ class Ledger:
             pass
 
 
+def open_run_ledger(run_dir: str | Path) -> Ledger:
+    """The ledger of a run directory, read-only; LedgerError with a one-line reason if absent."""
+    path = Path(run_dir) / "ledger.duckdb"
+    if not path.is_file():
+        raise LedgerError(f"{run_dir} is not a coevo run directory (no ledger.duckdb)")
+    return Ledger(path, read_only=True)
+
+
 class StepWriter:
     """Collects a step's rows in memory; the ledger writes them in one transaction."""
 
