@@ -57,7 +57,8 @@ def plot_steps(steps: list[dict]) -> str:
     if sv:
         ax.plot([x for x, _ in sv], [m["solver_reward_mean"] for _, m in sv], ".-", label="Solver reward (pseudo-label match)")
     ax.set_xlabel("step")
-    ax.legend(fontsize=7)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
     ax.set_title("Rewards per step")
     return _png(fig)
 
@@ -73,7 +74,8 @@ def plot_mix(mix: dict) -> str:
         bottom = [b + v for b, v in zip(bottom, vals)]
     ax.set_xlabel("round")
     ax.set_ylabel("share of proposed questions")
-    ax.legend(fontsize=7, ncol=3)
+    if labels:
+        ax.legend(fontsize=7, ncol=3)
     ax.set_title("What the proposer asks: difficulty mix per round")
     return _png(fig)
 
