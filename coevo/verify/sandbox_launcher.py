@@ -148,10 +148,19 @@ def run_namespaces(cfg, status_fd):
     try:
         readonly_everything()
         tmp_opts = f"size={int(cfg.get('disk_mb', 16))}m,mode=1777,nr_inodes=4096"
-        for path in ("/tmp", "/var/tmp", "/dev/shm"):
-            if os.path.isdir(path):
-                mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, tmp_opts if path == "/tmp" else "size=1m,mode=1777")
-        hide_paths(cfg.get("hide", []), cfg.get("keep", []))
+        tmp_dirs = [p for p in ("/tmp", "/var/tmp", "/dev/shm") if os.path.isdir(p)]
+        # interpreter dirs that live under a temp dir (a venv in a clone under /tmp): hold
+        # them open, then bind them back over the fresh tmpfs, read-only
+        held = [(os.open(k, os.O_RDONLY | os.O_DIRECTORY), k) for k in cfg.get("keep", [])
+                if os.path.isdir(k) and any(k.startswith(t + "/") for t in tmp_dirs)]
+        for path in tmp_dirs:
+            mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, tmp_opts if path == "/tmp" else "size=1m,mode=1777")
+        for fd, k in held:
+            os.makedirs(k, exist_ok=True)
+            mount(f"/proc/self/fd/{fd}", k, None, MS_BIND | MS_REC, None)
+            os.close(fd)
+            set_readonly(k)
+        hide_paths(cfg.get("hide", []), [k for k in cfg.get("keep", []) if k not in {h for _, h in held}])
         os.makedirs(work, mode=0o777, exist_ok=True)
         with open(os.path.join(work, "main.py"), "w") as f:
             f.write(cfg["code"])
