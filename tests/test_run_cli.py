@@ -87,3 +87,18 @@ def test_one_line_errors(tiny_ckpts, tmp_path):
     (out / "x").write_text("x")
     p = run_coevo("run", "--out", str(out), *tiny_run_args(tiny_ckpts), check=False)
     assert p.returncode == 2 and "--resume" in p.stderr
+
+
+def test_single_ablation_shares_one_policy(tiny_ckpts, tmp_path):
+    """R-Zero's "Single": one set of parameters plays both roles (backend.roles=shared)."""
+    out = tmp_path / "single"
+    shipped = REPO / "coevo" / "assets" / "shared.pt"  # trained enough that Solver steps have data
+    run_coevo("run", "--out", str(out), *tiny_run_args(tiny_ckpts, "--set", "backend.roles=shared",
+                                                        "--set", f"backend.solver_checkpoint={shipped}"))
+    con = duckdb.connect(str(out / "ledger.duckdb"), read_only=True)
+    rows = con.execute("SELECT role, version_before, version_after FROM updates ORDER BY step").fetchall()
+    con.close()
+    assert {r[0] for r in rows} == {"challenger", "solver"}
+    # every update, whichever role it serves, advances the same policy's version counter
+    assert all(r[1].startswith("shared:") for r in rows)
+    assert [int(r[2].rsplit("+", 1)[1]) for r in rows] == list(range(1, len(rows) + 1))
