@@ -65,6 +65,9 @@ def test_format_recovery_rule():
     assert reasoner_answer(W, Completion("p", "42", [], [], [], "length")) == ("42", False)
     assert reasoner_answer(W, Completion("p", "42 7+", [], [], [], "stop")) == ("42", False)
     assert reasoner_answer(W, Completion("p", "<answer>-3</answer>", [], [], [], "stop")) == ("-3", False)
+    assert reasoner_answer(W, Completion("p", "72-40=32;32-8=24", [], [], [], "stop")) == ("24", True)
+    assert reasoner_answer(W, Completion("p", "72-40=32;32-8=24 7+", [], [], [], "stop")) == ("24", False)
+    assert reasoner_answer(W, Completion("p", "72-40=32;32-8=24<answer>", [], [], [], "stop")) == ("24", False)
     assert reasoner_answer(W, Completion("p", "+-", [], [], [], "stop")) == (None, False)
     assert reasoner_rewards([1, 1, 0, None], [True, False, True, False]).tolist() == [1.0, 0.9, 0.0, 0.0]
 

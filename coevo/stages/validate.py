@@ -35,6 +35,7 @@ _LEGAL_INT = re.compile(r"^-?\d{1,7}$")
 _TAGS_ONLY = re.compile(r"^(?:<question>.*?</question>)(?:<solution>.*?</solution>)(?:<answer>.*?</answer>)$", re.S)
 _SPECIAL = re.compile(r"<[^<>]*>")
 _LEAD_INT = re.compile(r"^\s*(-?\d{1,7})(?!\d)")
+_LAST_EQ_INT = re.compile(r"=\s*(-?\d{1,7})(?!\d)(?!.*=)", re.S)
 
 
 @dataclass
@@ -202,7 +203,9 @@ def reasoner_answer(world, completion) -> tuple[str | None, bool]:
     Well formatted: the whole completion is one integer and it ended with <eos> (the world's
     ``extract_answer``). Otherwise *format recovery*: strip special tags, take the integer at the
     start of what is left if one stands there (``12 junk``, ``<answer>12``, ``12`` without
-    <eos>); such an answer earns 0.9 instead of 1.0 when correct (SynCo's recovery tier).
+    <eos>), or, for a chain of steps, the integer after its last ``=`` with junk after it
+    (``72-40=32;32-8=24 7+`` → ``24``); such an answer earns 0.9 instead of 1.0 when correct
+    (SynCo's recovery tier).
     """
     text = completion.text
     a = world.extract_answer(text)
@@ -210,7 +213,8 @@ def reasoner_answer(world, completion) -> tuple[str | None, bool]:
         return a, True
     if a is not None:
         return a, False
-    m = _LEAD_INT.match(_SPECIAL.sub("", text))
+    clean = _SPECIAL.sub("", text)
+    m = _LAST_EQ_INT.search(clean) if "=" in clean else _LEAD_INT.match(clean)
     if m:
         return str(int(m.group(1))), False
     return None, False
