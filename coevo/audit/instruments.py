@@ -136,13 +136,18 @@ def lag_bar(mu_pre, mu_post) -> Estimate:
         raise ValueError("mu_pre and mu_post must have the same shape")
     ok = np.isfinite(a) & np.isfinite(b)
     lag = a[ok] - b[ok]
-    n = int(lag.size)
-    if n == 0:
+    if lag.size == 0:
         return Estimate(float("nan"), n=0)
-    v = float(lag.mean())
-    se = float(lag.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
+    return _mean_estimate(lag, {"median_abs": float(np.median(np.abs(lag)))})
+
+
+def _mean_estimate(x: np.ndarray, extra: dict) -> Estimate:
+    """Mean of a non-empty sample with its SE (n - 1) and a Wald interval."""
+    n = int(x.size)
+    v = float(x.mean())
+    se = float(x.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
     lo, hi = _wald(v, se)
-    return Estimate(v, se, lo, hi, n, {"median_abs": float(np.median(np.abs(lag)))})
+    return Estimate(v, se, lo, hi, n, extra)
 
 
 def _valid_key(x) -> bool:
@@ -200,12 +205,8 @@ def abstention_share(w_abstained, w_total, r_tilde, r=None,
     if np.any(wt <= 0) or np.any(wa < 0) or np.any(wa > wt + 1e-12):
         raise ValueError("need 0 <= W_A <= W and W > 0")
     phi = wa / wt
-    n = int(phi.size)
-    if n == 0:
+    if phi.size == 0:
         return Estimate(float("nan"), n=0)
-    v = float(phi.mean())
-    se = float(phi.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
-    lo, hi = _wald(v, se)
     infl = np.where(phi < 1, 1.0 / np.where(phi < 1, 1.0 - phi, 1.0), np.inf)
     edges = np.asarray(bins, dtype=float)
     idx = np.clip(np.searchsorted(edges, rt, side="right") - 1, 0, len(edges) - 2)
@@ -221,7 +222,7 @@ def abstention_share(w_abstained, w_total, r_tilde, r=None,
                 ok = sel & (rt > 0) & np.isfinite(rr)
                 row["r_over_r_tilde"] = float((rr[ok] / rt[ok]).mean()) if ok.any() else float("nan")
         strata.append(row)
-    return Estimate(v, se, lo, hi, n, {"phi_p95": float(np.quantile(phi, 0.95)), "strata": strata})
+    return _mean_estimate(phi, {"phi_p95": float(np.quantile(phi, 0.95)), "strata": strata})
 
 
 def enrichment_se(p_top: float, n_top: int, p_rest: float, n_rest: int) -> float:
