@@ -13,7 +13,6 @@ import math
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-import numpy as np
 import yaml
 
 from coevo.audit.instruments import enrichment_se

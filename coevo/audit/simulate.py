@@ -15,7 +15,7 @@ Deterministic given ``seed``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Sequence, Union
+from typing import Any, Dict, Sequence, Union
 
 import numpy as np
 

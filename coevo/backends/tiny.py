@@ -7,7 +7,6 @@ weights and optimizer so a resumed run continues bit-for-bit.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence

@@ -18,7 +18,7 @@ from coevo.recipes.base import StepSpec, dumps, evaluate_solver, loss_config, sa
 from coevo.rewards import challenger_reward, keep_for_solver, uncertainty_reward
 from coevo.rewards.repetition import repetition_penalty
 from coevo.rl.grpo import group_advantages
-from coevo.stages.core import grpo_update, majority_vote, propose, solve, to_groups
+from coevo.stages.core import grpo_update, propose, solve, to_groups
 from coevo.worlds.base import Task, World
 
 

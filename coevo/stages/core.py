@@ -5,7 +5,7 @@ itself, so a recipe can commit a whole step atomically.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
