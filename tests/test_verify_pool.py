@@ -22,12 +22,17 @@ def test_results_keep_input_order_and_batch(pool):
     assert sum(v.value for v in out) == 1500
 
 
-def test_cheap_item_overhead_well_under_1ms(pool):
+def test_many_cheap_items_batched_in_order(pool, capsys):
+    """20,000 tiny items keep their order; the per-item overhead is printed, not asserted
+    (timings never decide a test; `coevo bench verify` measures throughput)."""
     pool.map(echo_item, range(100))
     t = time.perf_counter()
-    pool.map(echo_item, range(20000))
+    out = pool.map(echo_item, range(20000))
     per_item = (time.perf_counter() - t) / 20000
-    assert per_item < 1e-3  # generous bound on a shared 2-core box; typically ~20 us
+    assert [v.detail["x"] for v in out] == list(range(20000))
+    assert [v.value for v in out[:4]] == [1, 0, 1, 0]
+    with capsys.disabled():
+        print(f"\npool overhead per cheap item: {per_item * 1e6:.1f} us")
 
 
 def test_hung_item_times_out_and_pool_keeps_serving(pool):
