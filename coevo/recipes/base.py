@@ -21,6 +21,17 @@ class StepSpec:
     phase_step: int
 
 
+def round_plan(rounds: int, phases: Sequence[tuple[str, int]]) -> list[StepSpec]:
+    """Numbered steps: an initial evaluation, then per round each phase's steps in order
+    followed by an evaluation. ``phases``: [(phase name, steps per round), ...]."""
+    specs = [(0, "eval", 0)]
+    for r in range(1, rounds + 1):
+        for phase, n in phases:
+            specs += [(r, phase, i) for i in range(n)]
+        specs.append((r, "eval", 0))
+    return [StepSpec(i, r, phase, k) for i, (r, phase, k) in enumerate(specs)]
+
+
 def loss_config(cfg: RunConfig) -> LossConfig:
     l = cfg.loss
     return LossConfig(clip_eps=l.clip_eps, clip_eps_high=l.clip_eps_high, aggregation=l.aggregation,

@@ -31,7 +31,7 @@ from coevo.audit.instruments import bearing_rate, kappa_bar, lag_bar, nu_bar
 from coevo.audit.nullmodel import bearing_probability
 from coevo.config import RunConfig
 from coevo.ledger.store import StepWriter
-from coevo.recipes.base import StepSpec, dumps, evaluate_solver, loss_config, sampling_params
+from coevo.recipes.base import StepSpec, dumps, evaluate_solver, loss_config, round_plan, sampling_params
 from coevo.rewards.formulas import advantage_magnitude, quality_gate, rgbc_reward, synco_reward, teachability
 from coevo.rl.grpo import group_advantages
 from coevo.stages.core import Proposal, grpo_update, solve, to_groups
@@ -76,11 +76,7 @@ class RGBCRecipe:
     # ------------------------------------------------------------------ schedule
     def plan(self) -> list[StepSpec]:
         sc = self.cfg.synco
-        specs = [StepSpec(0, 0, "eval", 0)]
-        for r in range(1, sc.rounds + 1):
-            specs += [StepSpec(0, r, "train", i) for i in range(sc.steps_per_round)]
-            specs.append(StepSpec(0, r, "eval", 0))
-        return [StepSpec(i, s.round, s.phase, s.phase_step) for i, s in enumerate(specs)]
+        return round_plan(sc.rounds, [("train", sc.steps_per_round)])
 
     def run_step(self, spec: StepSpec, w: StepWriter) -> dict:
         return getattr(self, f"_{spec.phase}")(spec, w)

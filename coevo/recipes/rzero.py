@@ -14,7 +14,7 @@ import numpy as np
 
 from coevo.config import RunConfig
 from coevo.ledger.store import StepWriter
-from coevo.recipes.base import StepSpec, dumps, evaluate_solver, loss_config, sampling_params
+from coevo.recipes.base import StepSpec, dumps, evaluate_solver, loss_config, round_plan, sampling_params
 from coevo.rewards import challenger_reward, keep_for_solver, uncertainty_reward
 from coevo.rewards.repetition import repetition_penalty
 from coevo.rl.grpo import group_advantages
@@ -40,13 +40,7 @@ class RZeroRecipe:
     # ------------------------------------------------------------------ schedule
     def plan(self) -> list[StepSpec]:
         rz = self.cfg.rzero
-        specs = [StepSpec(0, 0, "eval", 0)]
-        for r in range(1, rz.rounds + 1):
-            specs += [StepSpec(0, r, "challenger", i) for i in range(rz.challenger_steps)]
-            specs.append(StepSpec(0, r, "dataset", 0))
-            specs += [StepSpec(0, r, "solver", i) for i in range(rz.solver_steps)]
-            specs.append(StepSpec(0, r, "eval", 0))
-        return [StepSpec(i, s.round, s.phase, s.phase_step) for i, s in enumerate(specs)]
+        return round_plan(rz.rounds, [("challenger", rz.challenger_steps), ("dataset", 1), ("solver", rz.solver_steps)])
 
     def run_step(self, spec: StepSpec, w: StepWriter) -> dict:
         return getattr(self, f"_{spec.phase}")(spec, w)
