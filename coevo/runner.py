@@ -10,7 +10,6 @@ simply overwritten when the step is re-run. Same seed ⇒ same numbers, resumed 
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import torch
 
 from coevo import __version__
+from coevo.audit.stats import binomial_se
 from coevo.config import ConfigError, RunConfig, build_config, dump_config
 from coevo.ledger import views
 from coevo.ledger.store import Ledger
@@ -235,10 +235,6 @@ def _short(m: dict) -> str:
 
 
 # ---------------------------------------------------------------------- summary
-def binomial_se(p: float, n: int) -> float:
-    return math.sqrt(max(p * (1 - p), 0.0) / n) if n > 0 else float("nan")
-
-
 def frontier_levels(cfg: RunConfig, init: dict | None, counts: dict) -> list[str]:
     """The frontier band: given levels, or (``auto``) those whose initial accuracy lies in
     [frontier_low, frontier_high] — fixed by the round-0 evaluation, before any training."""
@@ -264,7 +260,7 @@ def build_summary(led: Ledger, run_id: str, cfg: RunConfig) -> dict:
         a0 = sum(init["by_difficulty"][b] * counts[b] for b in band) / n
         fin = rounds[-1]["solver_eval_accuracy"]["by_difficulty"]
         a1 = sum(fin[b] * counts[b] for b in band) / n
-        se = binomial_se(a0, n)
+        se = float(binomial_se(a0, n))
         summary["frontier"] = {"band": band, "n": n, "initial": a0, "final": a1, "gain": a1 - a0,
                                "initial_se": se, "gain_in_se": (a1 - a0) / se if se > 0 else None}
     return summary

@@ -176,30 +176,31 @@ class RuleVerifier(Verifier):
         return Verdict(int(hit != self.negate), detail={"mode": self.mode})
 
 
+class _GoldMetricVerifier(Verifier):
+    """Scores an answer against one gold or a list of golds with ``metric``."""
+
+    def check(self, answer, reference=None, **ctx) -> Verdict:
+        if answer is None:
+            return abstain("unparsable", note="no answer")
+        return Verdict(type(self).metric(str(answer), reference or []))
+
+
 @dataclass
-class ExactMatchVerifier(Verifier):
+class ExactMatchVerifier(_GoldMetricVerifier):
     """SQuAD exact match against one gold or a list of golds."""
 
     kind = "exact_match"
     version = EM_VERSION
-
-    def check(self, answer, reference=None, **ctx) -> Verdict:
-        if answer is None:
-            return abstain("unparsable", note="no answer")
-        return Verdict(exact_match(str(answer), reference or []))
+    metric = staticmethod(exact_match)
 
 
 @dataclass
-class CoverEMVerifier(Verifier):
+class CoverEMVerifier(_GoldMetricVerifier):
     """Cover-EM: a normalised gold is a substring of the normalised prediction."""
 
     kind = "cover_em"
     version = EM_VERSION
-
-    def check(self, answer, reference=None, **ctx) -> Verdict:
-        if answer is None:
-            return abstain("unparsable", note="no answer")
-        return Verdict(cover_em(str(answer), reference or []))
+    metric = staticmethod(cover_em)
 
 
 @dataclass
