@@ -169,6 +169,8 @@ def eval_cmd(
     model: str = typer.Option("smollm2", "--model", "-m", help="smollm2 | tiny-llama | tiny-qwen2 | local HF directory."),
     checkpoint: Optional[Path] = typer.Option(None, "--checkpoint", help="A role checkpoint saved by the hf backend (LoRA weights)."),
     world: str = typer.Option("math", "--world", help="math | arithmetic (prompt + answer extraction)."),
+    prompt_style: str = typer.Option("rzero", "--prompt-style", help="math world: rzero | fewshot (small models)."),
+    answer_extraction: str = typer.Option("boxed", "--answer-extraction", help="math world: boxed | lenient."),
     k: int = typer.Option(0, "--k", help="Also report mean@k and Cover-EM@k with k samples per question."),
     greedy: bool = typer.Option(True, "--greedy/--no-greedy", help="Greedy accuracy (one completion per question)."),
     temperature: float = typer.Option(0.6, help="Sampling temperature for mean@k."),
@@ -188,6 +190,10 @@ def eval_cmd(
         fail(f"eval file not found: {path}")
     if world not in ("math", "arithmetic"):
         fail(f"--world must be math or arithmetic, got {world!r}")
+    if prompt_style not in ("rzero", "fewshot"):
+        fail(f"--prompt-style must be rzero or fewshot, got {prompt_style!r}")
+    if answer_extraction not in ("boxed", "lenient"):
+        fail(f"--answer-extraction must be boxed or lenient, got {answer_extraction!r}")
     try:
         from coevo.backends.roles import RoleConfigError, make_role_policies
     except ImportError as e:
@@ -204,7 +210,7 @@ def eval_cmd(
         if world == "math":
             from coevo.worlds.math import MathWorld
 
-            w = MathWorld()
+            w = MathWorld(prompt_style=prompt_style, answer_extraction=answer_extraction)
         else:
             from coevo.worlds.arithmetic import ArithmeticWorld
 

@@ -34,6 +34,12 @@ class WorldConfig(Strict):
     challenger_prompt_line: str = Field(
         "fewer than 30% of advanced high-school students could solve it",
         description="math world: R-Zero's difficulty line in the Challenger prompt")
+    prompt_style: Literal["rzero", "fewshot"] = Field(
+        "rzero", description="math world: rzero = R-Zero's prompts; fewshot = one worked example, "
+                             "<question> prefill and stop strings, for small models (SmolLM2-135M)")
+    answer_extraction: Literal["boxed", "lenient"] = Field(
+        "boxed", description="math world: boxed = last \\boxed{} (R-Zero); lenient = else the number "
+                             "after the last 'answer is'")
 
 
 class SamplingConfig(Strict):

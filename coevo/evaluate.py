@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from coevo.backends.base import SamplingParams
+from coevo.worlds.base import role_sampling
 
 
 class EvalError(ValueError):
@@ -85,7 +86,8 @@ def evaluate_jsonl(policy, world, path: str | Path, k: int = 0, greedy: bool = T
     levels = [str(t.meta.get("difficulty", "all")) for t in tasks]
     t0 = time.time()
     result: dict[str, Any] = {"file": str(path), "n": len(tasks), "policy_version": getattr(policy, "version", ""),
-                              "world": getattr(world, "name", ""), "max_new_tokens": max_new_tokens}
+                              "world": getattr(world, "name", ""), "prompt_version": getattr(world, "prompt_version", ""),
+                              "max_new_tokens": max_new_tokens}
     runs = []
     if greedy:
         runs.append(("greedy", 1, SamplingParams(greedy=True, temperature=0.0, max_new_tokens=max_new_tokens)))
@@ -96,7 +98,7 @@ def evaluate_jsonl(policy, world, path: str | Path, k: int = 0, greedy: bool = T
     for tag, n, sp in runs:
         comps = []
         for i in range(0, len(prompts), batch_size):
-            comps.extend(policy.sample(prompts[i:i + batch_size], n, sp))
+            comps.extend(policy.sample(prompts[i:i + batch_size], n, role_sampling(world, "solver", sp)))
         flat = [(j, c) for j, group in enumerate(comps) for c in group]
         preds = [world.extract_answer(c.text) if c.finish_reason != "error" else None for _, c in flat]
         verdicts = _judge(world, preds, [golds[j] for j, _ in flat])

@@ -143,7 +143,13 @@ def handle_chat(state: HFServerState, body: dict) -> dict:
     msgs = body.get("messages")
     if not isinstance(msgs, list) or not msgs:
         raise ValueError("messages must be a non-empty list")
-    text = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+    cont = bool(body.get("continue_final_message"))  # vLLM: prefill = the final assistant message
+    if cont and msgs[-1].get("role") != "assistant":
+        raise ValueError("continue_final_message needs a final assistant message")
+    if cont:
+        text = tok.apply_chat_template(msgs[:-1], tokenize=False, add_generation_prompt=True) + msgs[-1]["content"]
+    else:
+        text = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=bool(body.get("add_generation_prompt", True)))
     ids = [tok(text, add_special_tokens=False)["input_ids"]]
     n = int(body.get("n", 1))
     groups = state.generate(body.get("model"), ids, n, _sampling(body))

@@ -61,6 +61,22 @@ def test_greedy_is_deterministic_and_stop_strings(roles):
         assert so.tokenizer.decode(c.token_ids).startswith(c.text + stop)
 
 
+def test_response_prefix_is_prefilled_and_recorded(roles):
+    """Assistant prefill: the prompt ids end with the prefix; text/logprobs cover only new tokens."""
+    from coevo.backends.base import full_text
+
+    so = roles["solver"]
+    sp = SamplingParams(greedy=True, max_new_tokens=6, response_prefix="<q>\n")
+    c = so.sample(["What is 2+3?"], 1, sp)[0][0]
+    text = so.tokenizer.decode(c.prompt_ids)
+    assert text.endswith("<|im_start|>assistant\n<q>\n") and c.prompt_ids == so.format_prompt("What is 2+3?", "<q>\n")
+    assert c.meta["response_prefix"] == "<q>\n" and full_text(c).startswith("<q>\n" + c.text)
+    assert len(c.token_ids) == len(c.logprobs)
+    m = so.forward_backward([c], [0.0], LossConfig())  # training sees the same prompt ids
+    so.opt.zero_grad(set_to_none=True)
+    assert m["logprob_mismatch"] < 1e-4
+
+
 def test_cut_at_stop_unit():
     tok = make_char_tokenizer()
     ids = tok("ab. cd. ef", add_special_tokens=False)["input_ids"]
@@ -198,18 +214,39 @@ def test_smollm2_convert_sample_update():
 
 @pytest.mark.slow
 def test_smollm2_cpu_preset_run(tmp_path):
-    """One small R-Zero round on the math world (the lead's smollm2-cpu preset), when it exists."""
+    """`coevo run --preset smollm2-cpu`: one R-Zero round on the math world with real SmolLM2
+    text, parsed questions, a non-empty Solver dataset and one LoRA update per role."""
+    import json
+    import os
     import subprocess
     import sys
     from pathlib import Path
 
+    import duckdb
+
+    if os.environ.get("COEVO_REQUIRE_SMOLLM2"):  # CI installs it: a missing file is a failure there
+        from coevo.backends import smollm2
+
+        smollm2.find_gguf()
     _smollm2_or_skip()
-    preset = Path(__file__).resolve().parent.parent / "coevo" / "presets" / "smollm2-cpu.yaml"
-    if not preset.is_file():
-        pytest.skip("coevo/presets/smollm2-cpu.yaml not present yet")
     out = tmp_path / "run"
     r = subprocess.run([sys.executable, "-m", "coevo.cli", "run", "--preset", "smollm2-cpu", "--out", str(out), "-q"],
                        capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
-    for name in ("ledger.duckdb", "summary.json", "config.yaml"):
+    for name in ("ledger.duckdb", "summary.json", "config.yaml", "report.html"):
         assert (out / name).exists(), name
+    con = duckdb.connect(str(out / "ledger.duckdb"), read_only=True)
+    q = lambda sql: con.execute(sql).fetchall()  # noqa: E731
+    # real model text from both roles; the Challenger's questions parse
+    assert q("select count(*) from tasks where raw_text like '<question>%' and length(raw_text) > 20")[0][0] >= 8
+    assert q("select count(*) from tasks where parse_ok and question like '%?%'")[0][0] >= 1
+    assert q("select count(*) from rollouts where role = 'solver' and length(text) > 10")[0][0] >= 8
+    # a solver dataset, and one LoRA update per role that bumped its version
+    ups = {role: (b, a) for role, b, a in q("select role, version_before, version_after from updates")}
+    assert ups == {"challenger": ("challenger:smollm2+0", "challenger:smollm2+1"),
+                   "solver": ("solver:smollm2+0", "solver:smollm2+1")}
+    assert q("select count(*) from rewards where role = 'solver'")[0][0] == 8
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["rounds"][0]["kept_fraction"] > 0 and summary["preset"] == "smollm2-cpu"
+    print(f"smollm2-cpu preset: {summary['wall_seconds']:.0f} s, "
+          f"format failures {summary['rounds'][0]['format_failure_rate']:.2f}")

@@ -103,3 +103,57 @@ def test_load_jsonl_errors(tmp_path):
     p.write_text('{"problem": "q", "golden_answers": ["a", "b"]}\n\n')
     t = load_jsonl_tasks(p)
     assert t[0].question == "q" and t[0].meta["answers"] == ["a", "b"]
+
+
+# ---------------------------------------------------------------- small-model options
+def test_fewshot_prompts_prefill_and_parse():
+    from coevo.backends.base import Completion, SamplingParams, full_text
+    from coevo.worlds.base import role_sampling
+    from coevo.worlds.math import FEWSHOT_EXAMPLES
+
+    w = MathWorld(prompt_style="fewshot")
+    p = w.proposer_prompts(3, seed=1)
+    assert len(set(p)) == 3 and FEWSHOT_EXAMPLES[1][0] in p[0] and "\\boxed{180}" in p[0]
+    assert w.prompt_version == "math-fewshot-v1" and MathWorld().prompt_version == "math-rzero-v1"
+    sp = role_sampling(w, "proposer", SamplingParams(stop=["X"]))
+    assert sp.response_prefix == "<question>\n" and sp.stop[0] == "X" and "</question>" in sp.stop and "\n\n" in sp.stop
+    assert role_sampling(MathWorld(), "proposer", SamplingParams()) == SamplingParams()  # rzero: untouched
+    assert role_sampling(w, "solver", SamplingParams()).response_prefix == "Solution:"
+    assert w.solver_prompt(w.parse_task("<question>\nHow many?\n</question>", "t").task).endswith("Problem: How many?")
+
+    def parse(gen, stop):
+        c = Completion("p", gen, [], [], [], meta={"response_prefix": "<question>\n", "stop": stop})
+        return w.parse_task(full_text(c), "t")
+
+    assert parse("Tom has 3 pens. How many pens?\n", "</question>").task.question == "Tom has 3 pens. How many pens?"
+    assert parse("Tom has 3 pens. How many?", "Answer:").task.question == "Tom has 3 pens. How many?"
+    assert parse("Tom has 3 pens. How many?", "\n\n").ok
+    assert parse("Tom has 3 pens. How many?", None).reason == "no-question-end"  # cut by length
+    assert parse("Tom has 3 pens.", "\n\n").reason == "no-question-mark"
+    assert parse("  ", "</question>").reason == "empty-question"
+    assert w.parse_task("How many?\n\n", "t").reason == "no-question-tag"
+    # the R-Zero style keeps the strict parse
+    assert MathWorld().parse_task("<question>\nHow many?\n\n", "t").reason == "no-question-tag"
+
+
+@pytest.mark.parametrize("text,boxed_only,lenient", [
+    ("3 x 8 = 24. The answer is \\boxed{24}.", "24", "24"),
+    ("25 - 15 = 10. The answer is 10.", None, "10"),
+    ("so the answer is 1,024 pages", None, "1024"),
+    ("The answer: $-3.5", None, "-3.5"),
+    ("Answer = 7 and then the answer is 9", None, "9"),
+    ("x \\boxed{7}; the answer is 3", "7", "7"),  # a box wins
+    ("no final answer here, 42", None, None),
+])
+def test_answer_extraction(text, boxed_only, lenient):
+    assert MathWorld().extract_answer(text) == boxed_only
+    w = MathWorld(answer_extraction="lenient")
+    assert w.extract_answer(text) == lenient and w.prompt_version.endswith("+lenient")
+
+
+def test_bad_options_are_rejected():
+    with pytest.raises(ValueError, match="prompt_style"):
+        MathWorld(prompt_style="chatty")
+    with pytest.raises(ValueError, match="answer_extraction"):
+        MathWorld(answer_extraction="any")
+    assert MathWorld().repetition_text("a b  c") == "a b  c"

@@ -92,6 +92,22 @@ def test_chat_endpoint(policies, servers, tmp_path):
         chat.close()
 
 
+@pytest.mark.parametrize("endpoint", ["completions", "chat"])
+def test_response_prefix_over_http(policies, servers, tmp_path, endpoint):
+    """Prefill reaches the server (prompt ids / vLLM's continue_final_message) and the
+    returned logprobs are the trainer's on the same prompt ids."""
+    trainer = policies["solver"].trainer
+    pol = OpenAIPolicy(trainer, [servers[0][2]], endpoint=endpoint, adapter_dir=tmp_path / endpoint)
+    try:
+        c = pol.sample(["hello"], 2, SamplingParams(max_new_tokens=5, response_prefix="<q>"))[0]
+        assert c[0].prompt_ids == trainer.format_prompt("hello", "<q>") and c[0].meta["response_prefix"] == "<q>"
+        m = trainer.forward_backward(c, [0.0, 0.0], LossConfig())
+        trainer.opt.zero_grad(set_to_none=True)
+        assert m["logprob_mismatch"] < 1e-4
+    finally:
+        pol.close()
+
+
 def test_server_error_mid_round_fails_over(policies, servers):
     so = policies["solver"]
     so.sample(["warm"], 1, SamplingParams(max_new_tokens=2))

@@ -52,3 +52,12 @@ def test_greedy_sampling_is_argmax():
     pol = _pol(3)
     g1 = pol.sample(["<solve>9*9="], 2, SamplingParams(greedy=True, max_new_tokens=5))[0]
     assert g1[0].text == g1[1].text
+
+
+def test_response_prefix_extends_the_prompt():
+    from coevo.backends.base import full_text
+
+    pol = _pol()
+    c = pol.sample(["<solve>"], 1, SamplingParams(greedy=True, max_new_tokens=4, response_prefix="1+2="))[0][0]
+    assert c.prompt_ids == pol.tok.encode("<solve>1+2=") and c.prompt == "<solve>"
+    assert full_text(c) == "1+2=" + c.text

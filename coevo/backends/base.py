@@ -18,6 +18,10 @@ class SamplingParams:
     max_new_tokens: int = 32
     stop: list[str] | None = None
     greedy: bool = False
+    # "assistant prefill": the completion continues this text (after the chat template's
+    # generation prompt).  ``Completion.text`` holds only what the model wrote; the prefix
+    # is in ``Completion.meta["response_prefix"]`` (see ``full_text``).
+    response_prefix: str = ""
 
 
 @dataclass
@@ -32,6 +36,12 @@ class Completion:
     finish_reason: str = "stop"  # stop | length | error
     policy_version: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+
+
+def full_text(c: "Completion") -> str:
+    """What the reader of a completion sees: prefill + generated text + the stop string
+    that ended it (``text`` alone is what the logprobs cover)."""
+    return f"{c.meta.get('response_prefix', '')}{c.text}{c.meta.get('stop') or ''}"
 
 
 @dataclass

@@ -235,14 +235,15 @@ class HFPolicy:
     def version(self) -> str:
         return f"{self.name}:{self.base_tag}+{self.updates}"
 
-    def format_prompt(self, prompt: str) -> list[int]:
-        """Token ids of a prompt, through the tokenizer's chat template when it has one."""
+    def format_prompt(self, prompt: str, response_prefix: str = "") -> list[int]:
+        """Token ids of a prompt, through the tokenizer's chat template when it has one;
+        ``response_prefix`` is appended after the generation prompt (assistant prefill)."""
         if self.chat_template:
             msgs = ([{"role": "system", "content": self.system_prompt}] if self.system_prompt else [])
             msgs.append({"role": "user", "content": prompt})
             text = self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
-            return self.tokenizer(text, add_special_tokens=False)["input_ids"]
-        return self.tokenizer(prompt)["input_ids"]
+            return self.tokenizer(text + response_prefix, add_special_tokens=False)["input_ids"]
+        return self.tokenizer(prompt + response_prefix)["input_ids"]
 
     # ------------------------------------------------------------------ sampling
     @torch.no_grad()
@@ -252,7 +253,7 @@ class HFPolicy:
         out: list[list[Completion]] = []
         per_chunk = max(1, self.sample_batch // max(1, n))
         for i in range(0, len(prompts), per_chunk):
-            out.extend(self.sample_ids([self.format_prompt(p) for p in prompts[i:i + per_chunk]],
+            out.extend(self.sample_ids([self.format_prompt(p, sampling.response_prefix) for p in prompts[i:i + per_chunk]],
                                        n, sampling, prompts=list(prompts[i:i + per_chunk])))
         return out
 
@@ -312,6 +313,8 @@ class HFPolicy:
             meta = {"temperature": temp, "top_p": 1.0 if greedy else float(sp.top_p), "chat_template": self.chat_template}
             if stop_hit is not None:
                 meta["stop"] = stop_hit
+            if sp.response_prefix:
+                meta["response_prefix"] = sp.response_prefix
             comps.append(Completion(prompt=prompt_text, text=text, prompt_ids=list(prompt_ids[j]), token_ids=toks,
                                     logprobs=lp, finish_reason=finish, policy_version=self.version, meta=meta))
         return [comps[j * n:(j + 1) * n] for j in range(len(prompt_ids))]

@@ -147,7 +147,7 @@ class OpenAIPolicy:
 
     # ------------------------------------------------------------------ requests
     def _body(self, prompt: str, n: int, sp: SamplingParams) -> tuple[dict, list[int]]:
-        ids = self.trainer.format_prompt(prompt)
+        ids = self.trainer.format_prompt(prompt, sp.response_prefix)
         greedy = sp.greedy or sp.temperature <= 0
         body: dict[str, Any] = {"model": self.lora_name or self.served_model, "n": n,
                                 "temperature": 0.0 if greedy else sp.temperature,
@@ -159,7 +159,11 @@ class OpenAIPolicy:
             body.update(prompt=ids, logprobs=1)
         else:
             msgs = ([{"role": "system", "content": self.trainer.system_prompt}] if self.trainer.system_prompt else [])
-            body.update(messages=msgs + [{"role": "user", "content": prompt}], logprobs=True, top_logprobs=0)
+            msgs = msgs + [{"role": "user", "content": prompt}]
+            if sp.response_prefix:  # vLLM's chat extension: continue the final assistant message
+                msgs.append({"role": "assistant", "content": sp.response_prefix})
+                body.update(add_generation_prompt=False, continue_final_message=True)
+            body.update(messages=msgs, logprobs=True, top_logprobs=0)
         return body, ids
 
     def _sample_one(self, prompt: str, n: int, sp: SamplingParams) -> list[Completion]:
@@ -219,8 +223,10 @@ class OpenAIPolicy:
                     "system_fingerprint": resp.get("system_fingerprint"), "endpoint": self.endpoint}
             if reasons:
                 meta["retried_after"] = list(reasons)
-            if ch.get("stop_reason") is not None:
+            if isinstance(ch.get("stop_reason"), str):  # vLLM: the stop string hit (an int is a stop token)
                 meta["stop"] = ch.get("stop_reason")
+            if sp.response_prefix:
+                meta["response_prefix"] = sp.response_prefix
             finish = ch.get("finish_reason") or "stop"
             out.append(Completion(prompt=prompt, text=text, prompt_ids=list(ids), token_ids=token_ids,
                                   logprobs=[float(x) for x in lps], finish_reason=finish if finish in ("stop", "length") else "stop",

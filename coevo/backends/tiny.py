@@ -144,7 +144,7 @@ class TinyPolicy:
 
     def _sample_batch(self, prompts: list[str], sp: SamplingParams) -> list[Completion]:
         self.model.eval()
-        pids = [self.tok.encode(p) for p in prompts]
+        pids = [self.tok.encode(p + sp.response_prefix) for p in prompts]
         idx, attn = self._encode_left(pids)
         B = idx.shape[0]
         max_new = min(sp.max_new_tokens, self.cfg.block_size - idx.shape[1])
@@ -186,7 +186,8 @@ class TinyPolicy:
             fin = "stop" if ids and ids[-1] == self.tok.eos_id else "length"
             out.append(Completion(prompt=prompts[r], text=self.tok.decode(ids), prompt_ids=pids[r], token_ids=ids,
                                   logprobs=new_lp[r, :L].tolist(), finish_reason=fin, policy_version=self.version,
-                                  meta={"temperature": 0.0 if sp.greedy else sp.temperature}))
+                                  meta={"temperature": 0.0 if sp.greedy else sp.temperature,
+                                        **({"response_prefix": sp.response_prefix} if sp.response_prefix else {})}))
         return out
 
     def _batch_tensors(self, batch: Sequence[Completion]):

@@ -10,7 +10,7 @@ import numpy as np
 from coevo.backends.base import LossConfig, SamplingParams
 from coevo.config import RunConfig
 from coevo.ledger.store import StepWriter
-from coevo.worlds.base import Task, World
+from coevo.worlds.base import Task, World, role_sampling
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def evaluate_solver(solver, world: World, tasks: Sequence[Task], run_id: str, ro
     if samples > 0 and sampling is not None:
         modes.append((f"mean@{samples}", samples, sampling))
     for mode, n, sp in modes:
-        outs = solver.sample([world.solver_prompt(t) for t in tasks], n, sp)
+        outs = solver.sample([world.solver_prompt(t) for t in tasks], n, role_sampling(world, "solver", sp))
         by: dict[str, list[float]] = {}
         for t, comps in zip(tasks, outs):
             truth = t.reference if t.reference is not None else world.oracle(t)

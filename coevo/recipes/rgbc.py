@@ -29,6 +29,7 @@ import torch
 
 from coevo.audit.instruments import bearing_rate, kappa_bar, lag_bar, nu_bar
 from coevo.audit.nullmodel import bearing_probability
+from coevo.backends.base import full_text
 from coevo.config import RunConfig
 from coevo.ledger.store import StepWriter
 from coevo.recipes.base import StepSpec, dumps, evaluate_solver, loss_config, round_plan, sampling_params
@@ -168,7 +169,7 @@ class RGBCRecipe:
         prompts_fn = getattr(self.world, "synthesizer_prompts", None)
         prompts = prompts_fn(n_prompts, self.cfg.seed + spec.step) if prompts_fn else [SYNTH_PROMPT] * n_prompts
         outs = self.synth.sample(prompts, self.cfg.synco.synth_group, self.sp_synth)
-        return [Proposal(c, self.world.parse_task(c.text, f"s{spec.step}-{g}-{k}"), g)
+        return [Proposal(c, self.world.parse_task(full_text(c), f"s{spec.step}-{g}-{k}"), g)
                 for g, comps in enumerate(outs) for k, c in enumerate(comps)]
 
     # ------------------------------------------------------------------ phases
@@ -410,7 +411,7 @@ class RGBCRecipe:
                              "post_purpose": post[j][1] if j in post else None, "dropped": j in dropped})
             task_rows.append({"run_id": self.run_id, "task_id": ids[i], "round": spec.round, "step": spec.step,
                               "source": "synthesizer", "proposer_version": p.completion.policy_version,
-                              "prompt_version": self.world.prompt_version, "raw_text": p.completion.text,
+                              "prompt_version": self.world.prompt_version, "raw_text": full_text(p.completion),
                               "question": t.question if t else None, "parse_ok": t is not None,
                               "parse_reason": v.checks["well_posed"][1], "difficulty": t.meta.get("difficulty") if t else None,
                               "reference": t.reference if t else None, "oracle_answer": truth.get(i),

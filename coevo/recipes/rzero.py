@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from coevo.backends.base import full_text
 from coevo.config import RunConfig
 from coevo.ledger.store import StepWriter
 from coevo.recipes.base import StepSpec, dumps, evaluate_solver, loss_config, round_plan, sampling_params
@@ -141,7 +142,7 @@ class RZeroRecipe:
         t = p.task
         row = {"run_id": self.run_id, "task_id": task_id, "round": spec.round, "step": spec.step, "source": source,
                "proposer_version": p.completion.policy_version, "prompt_version": self.world.prompt_version,
-               "raw_text": p.completion.text, "question": t.question if t else None, "parse_ok": t is not None,
+               "raw_text": full_text(p.completion), "question": t.question if t else None, "parse_ok": t is not None,
                "parse_reason": p.parsed.reason, "difficulty": t.meta.get("difficulty") if t else None,
                "reference": t.reference if t else None,
                "oracle_answer": self.world.oracle(t) if (t is not None and self.world.has_oracle) else None}

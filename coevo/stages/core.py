@@ -11,8 +11,8 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from coevo.backends.base import Completion, LossConfig, Policy, SamplingParams
-from coevo.worlds.base import ParseResult, Task, World
+from coevo.backends.base import Completion, LossConfig, Policy, SamplingParams, full_text
+from coevo.worlds.base import ParseResult, Task, World, role_sampling
 
 
 @dataclass
@@ -30,11 +30,11 @@ def propose(proposer: Policy, world: World, n_prompts: int, group: int, sampling
             id_prefix: str, seed: int = 0) -> list[Proposal]:
     """Sample ``group`` proposals for each of ``n_prompts`` proposer prompts and parse them."""
     prompts = world.proposer_prompts(n_prompts, seed)
-    outs = proposer.sample(prompts, group, sampling)
+    outs = proposer.sample(prompts, group, role_sampling(world, "proposer", sampling))
     props = []
     for g, comps in enumerate(outs):
         for k, c in enumerate(comps):
-            parsed = world.parse_task(c.text, f"{id_prefix}-{g}-{k}")
+            parsed = world.parse_task(full_text(c), f"{id_prefix}-{g}-{k}")
             props.append(Proposal(c, parsed, g))
     return props
 
@@ -83,7 +83,7 @@ def solve(solver: Policy, world: World, tasks: Sequence[Task], n: int,
           sampling: SamplingParams) -> list[list[Completion]]:
     if not tasks:
         return []
-    return solver.sample([world.solver_prompt(t) for t in tasks], n, sampling)
+    return solver.sample([world.solver_prompt(t) for t in tasks], n, role_sampling(world, "solver", sampling))
 
 
 def grpo_update(policy: Policy, comps: Sequence[Completion], advantages: Sequence[float], loss: LossConfig,

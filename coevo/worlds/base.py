@@ -5,8 +5,10 @@ no oracle), later ``facts`` (corpus with source ids + retriever) and criteria ba
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, Sequence
+
+from coevo.backends.base import SamplingParams
 
 
 @dataclass
@@ -26,6 +28,28 @@ class ParseResult:
     @property
     def ok(self) -> bool:
         return self.task is not None
+
+
+@dataclass(frozen=True)
+class ResponseFormat:
+    """How a role's answer starts and ends: an assistant prefill and stop strings.
+
+    Worlds that want them define ``response_format(role)`` (role: ``proposer`` or
+    ``solver``); the stages merge them into the sampling parameters (``role_sampling``).
+    The parser/extractor then reads prefix + generated text + stop (``full_text``)."""
+
+    prefix: str = ""
+    stop: tuple[str, ...] = ()
+
+
+def role_sampling(world: Any, role: str, sp: SamplingParams) -> SamplingParams:
+    """``sp`` with the world's prefill and stop strings for ``role`` (unchanged if it has none)."""
+    fn = getattr(world, "response_format", None)
+    fmt = fn(role) if fn is not None else None
+    if fmt is None or (not fmt.prefix and not fmt.stop):
+        return sp
+    stop = list(sp.stop or []) + [s for s in fmt.stop if s not in (sp.stop or [])]
+    return replace(sp, response_prefix=fmt.prefix, stop=stop or None)
 
 
 class World(Protocol):
@@ -53,3 +77,5 @@ class World(Protocol):
 
     def eval_set(self) -> Sequence[Task]:
         """Fixed held-out evaluation tasks; ``meta['difficulty']`` labels strata."""
+
+    # optional: def response_format(self, role: str) -> ResponseFormat  (prefill + stop strings)

@@ -16,6 +16,18 @@
   through a ``VerifierPool`` (for callers outside a worker) and returns Verdicts with
   their reasons (timeout, unparsable, ...) for the ledger; ``group_answers`` is R-Zero's
   majority-vote clustering on top of it.
+* Two prompt styles (``prompt_style``): ``rzero`` (default: R-Zero's prompts and strict
+  formats, for instruction-following models) and ``fewshot`` for small models that cannot
+  follow R-Zero's instructions (SmolLM2-135M writes neither ``<question>`` tags nor
+  ``\\boxed{}`` under them: 100 % format failures, measured).  ``fewshot`` shows one
+  worked example in the prompt, *prefills* the Challenger's answer with ``<question>``
+  and stops it at ``</question>`` (``response_format``), and gives the Solver a one-shot
+  "Problem / Solution ... The answer is \\boxed{}" pattern, stopped at the next
+  ``Problem:``.  The parsed formats are unchanged: a question still needs its closing tag.
+* ``answer_extraction``: ``boxed`` (default, R-Zero) or ``lenient`` -- the last
+  ``\\boxed{}``, else the number after the last "answer is" / "answer:".  Lenient
+  extraction changes what counts as an answer; the run records the choice in
+  ``prompt_version``.
 * No oracle: ``oracle`` returns None for generated questions, so pseudo-label accuracy
   (SPEC §1) needs a judge or a reference set; ``eval_set`` is a small shipped reference
   set (``coevo/data/eval_sample_math.jsonl``) used by ``coevo eval``.
@@ -27,7 +39,7 @@ import re
 from pathlib import Path
 from typing import Any, Sequence
 
-from coevo.worlds.base import ParseResult, Task
+from coevo.worlds.base import ParseResult, ResponseFormat, Task
 
 DIFFICULTY_LINE = "Aim for a difficulty such that fewer than 30 % of advanced high-school students could solve it. "
 CHALLENGER_SYSTEM_TEMPLATE = (
@@ -47,6 +59,29 @@ CHALLENGER_SYSTEM_TEMPLATE = (
 CHALLENGER_SYSTEM = CHALLENGER_SYSTEM_TEMPLATE.format(difficulty_line=DIFFICULTY_LINE)
 CHALLENGER_USER = "Generate one new, challenging reasoning question now. Remember to format the output exactly as instructed."
 SOLVER_SUFFIX = "Please reason step by step, and put your final answer within \\boxed{}."
+
+# prompt_style="fewshot": one worked example per prompt (rotated for variety)
+FEWSHOT_EXAMPLES = (
+    ("A baker makes 14 muffins and sells 9 of them. How many muffins are left?", "5"),
+    ("A train travels 60 miles per hour for 3 hours. How many miles does it travel?", "180"),
+    ("Anna has 3 boxes with 8 pencils in each box. How many pencils does she have?", "24"),
+    ("A shirt costs 25 dollars. Tom pays with 40 dollars. How much change does he get?", "15"),
+    ("There are 36 students split equally into 4 teams. How many students are in each team?", "9"),
+    ("Lily saves 7 dollars every week. How much has she saved after 6 weeks?", "42"),
+)
+FEWSHOT_CHALLENGER = (
+    "Write one new math word problem whose answer is a whole number. Put the problem between "
+    "<question> and </question>, then its answer in \\boxed{{}}.\n\nExample:\n<question>\n{q}\n</question>\n\\boxed{{{a}}}"
+)
+FEWSHOT_SOLVER = (
+    "Solve the problem. Show a short calculation, then write the final answer as \\boxed{{number}}.\n\n"
+    "Example:\nProblem: Tom has 5 apples and eats 2. How many apples are left?\n"
+    "Solution: 5 - 2 = 3. The answer is \\boxed{{3}}.\n\nProblem: {q}"
+)
+# fewshot: where a prefilled question ends (the Challenger is stopped at the first of these;
+# 135M models rarely close the tag but do start an answer or a blank line)
+FEWSHOT_QUESTION_ENDS = ("</question>", "\n\n", "<answer>", "Answer:", "\\boxed")
+_ANSWER_IS_RE = re.compile(r"answer\s*(?:is|:|=)\s*\$?\s*(-?\d[\d,]*(?:\.\d+)?)", re.IGNORECASE)
 
 SAMPLE_EVAL = Path(__file__).resolve().parent.parent / "data" / "eval_sample_math.jsonl"
 _QUESTION_RE = re.compile(r"<question>(.*?)</question>", re.DOTALL)
@@ -95,14 +130,26 @@ class MathWorld:
     has_oracle: bool = False
 
     def __init__(self, difficulty_line: str | None = DIFFICULTY_LINE, system_in_prompt: bool = True,
-                 pool: Any = None, timeout_s: float = 5.0, eval_path: str | Path | None = None) -> None:
+                 pool: Any = None, timeout_s: float = 5.0, eval_path: str | Path | None = None,
+                 prompt_style: str = "rzero", answer_extraction: str = "boxed") -> None:
+        if prompt_style not in ("rzero", "fewshot"):
+            raise ValueError(f"prompt_style must be rzero or fewshot, got {prompt_style!r}")
+        if answer_extraction not in ("boxed", "lenient"):
+            raise ValueError(f"answer_extraction must be boxed or lenient, got {answer_extraction!r}")
         self.difficulty_line = difficulty_line or ""
         self.system_in_prompt = system_in_prompt
+        self.prompt_style = prompt_style
+        self.answer_extraction = answer_extraction
         self._pool = pool
         self.timeout_s = timeout_s
         self.eval_path = Path(eval_path) if eval_path else SAMPLE_EVAL
         self._cache: dict[tuple[str, str], Any] = {}
-        self.prompt_version = "math-rzero-v1" + ("" if self.difficulty_line == DIFFICULTY_LINE else "-custom")
+        if prompt_style == "rzero":
+            self.prompt_version = "math-rzero-v1" + ("" if self.difficulty_line == DIFFICULTY_LINE else "-custom")
+        else:
+            self.prompt_version = "math-fewshot-v1"
+        if answer_extraction != "boxed":
+            self.prompt_version += "+lenient"
 
     # proposer side -------------------------------------------------------
     @property
@@ -110,10 +157,25 @@ class MathWorld:
         return CHALLENGER_SYSTEM_TEMPLATE.format(difficulty_line=self.difficulty_line)
 
     def proposer_prompts(self, n: int, seed: int = 0) -> list[str]:
+        if self.prompt_style == "fewshot":
+            ex = FEWSHOT_EXAMPLES
+            return [FEWSHOT_CHALLENGER.format(q=ex[(seed + i) % len(ex)][0], a=ex[(seed + i) % len(ex)][1])
+                    for i in range(n)]
         p = f"{self.challenger_system}\n\n{CHALLENGER_USER}" if self.system_in_prompt else CHALLENGER_USER
         return [p] * n
 
+    def response_format(self, role: str) -> ResponseFormat | None:
+        """fewshot: the Challenger's answer is prefilled with ``<question>`` and stopped at
+        ``</question>``; the Solver's starts with ``Solution:`` and stops at a new ``Problem:``."""
+        if self.prompt_style != "fewshot":
+            return None
+        if role == "proposer":
+            return ResponseFormat(prefix="<question>\n", stop=FEWSHOT_QUESTION_ENDS)
+        return ResponseFormat(prefix="Solution:", stop=("\nProblem:",))
+
     def parse_task(self, text: str, task_id: str) -> ParseResult:
+        if self.prompt_style == "fewshot":
+            return self._parse_fewshot(text or "", task_id)
         blocks = _QUESTION_RE.findall(text or "")
         if not blocks:
             return ParseResult(None, "no-question-tag")
@@ -123,12 +185,39 @@ class MathWorld:
         tail = text[text.rfind("</question>"):]
         return ParseResult(Task(task_id=task_id, question=q, reference=last_boxed(tail), meta={"difficulty": "generated"}))
 
+    def _parse_fewshot(self, text: str, task_id: str) -> ParseResult:
+        """``<question>`` then the question, ended by the first of FEWSHOT_QUESTION_ENDS
+        (text cut by length has none: rejected); the question must ask something ('?')."""
+        start = text.find("<question>")
+        if start < 0:
+            return ParseResult(None, "no-question-tag")
+        body = text[start + len("<question>"):]
+        ends = [i for i in (body.find(e) for e in FEWSHOT_QUESTION_ENDS) if i >= 0]
+        if not ends:
+            return ParseResult(None, "no-question-end")
+        q = body[:min(ends)].strip()
+        if not q:
+            return ParseResult(None, "empty-question")
+        if "?" not in q:
+            return ParseResult(None, "no-question-mark")
+        return ParseResult(Task(task_id=task_id, question=q, reference=None, meta={"difficulty": "generated"}))
+
+    def repetition_text(self, question: str) -> str:
+        """The question as is: R-Zero's BLEU splits it on whitespace."""
+        return question
+
     # solver side ---------------------------------------------------------
     def solver_prompt(self, task: Task) -> str:
+        if self.prompt_style == "fewshot":
+            return FEWSHOT_SOLVER.format(q=task.question)
         return f"{task.question}\n\n{SOLVER_SUFFIX}"
 
     def extract_answer(self, text: str) -> str | None:
-        return last_boxed(text)
+        a = last_boxed(text)
+        if a is None and self.answer_extraction == "lenient" and text:
+            hits = _ANSWER_IS_RE.findall(text)
+            a = hits[-1].replace(",", "") if hits else None
+        return a
 
     def _get_pool(self):
         if self._pool is None:
@@ -188,7 +277,9 @@ class MathWorld:
         line = DIFFICULTY_LINE
         if phrase is not None and phrase.replace(" ", "") != "fewerthan30%ofadvancedhigh-schoolstudentscouldsolveit":
             line = f"Aim for a difficulty such that {phrase.strip().rstrip('.')}. " if phrase.strip() else ""
-        return cls(difficulty_line=line, timeout_s=float(getattr(getattr(cfg, "verify", None), "timeout_s", 5.0)))
+        return cls(difficulty_line=line, timeout_s=float(getattr(getattr(cfg, "verify", None), "timeout_s", 5.0)),
+                   prompt_style=getattr(cfg.world, "prompt_style", "rzero"),
+                   answer_extraction=getattr(cfg.world, "answer_extraction", "boxed"))
 
     def group_answers(self, answers: Sequence[str | None]) -> list[int]:
         """Cluster id per answer (pairwise equivalence against cluster representatives, as
