@@ -103,7 +103,8 @@ def audit(
     predictions: bool = typer.Option(False, "--predictions", help="Evaluate seed 000's predictions P1-P6."),
 ):
     """Instruments over a run's ledger: bearing rate, kappa, nu, lag, pseudo-label accuracy, FF, phi, ..."""
-    from coevo.audit.run_audit import AuditError, audit_runs, print_audit
+    from coevo.audit.render import print_audit
+    from coevo.audit.run_audit import AuditError, audit_runs
 
     for d in run_dirs:
         if not d.is_dir():

@@ -220,7 +220,6 @@ def test_smollm2_cpu_preset_run(tmp_path):
     import os
     import subprocess
     import sys
-    from pathlib import Path
 
     import duckdb
 

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from coevo.audit.run_audit import AuditError, audit_runs, audit_section_html, null_fit_error
+from coevo.audit.nullmodel import null_fit_error
+from coevo.audit.render import audit_section_html
+from coevo.audit.run_audit import AuditError, audit_runs
 from coevo.ledger.store import Ledger
 
 K = 4
@@ -111,7 +113,7 @@ def test_screen_confirm_instruments_hand_computed(tmp_path):
 
 
 def test_wilson_interval_hand_computed():
-    from coevo.audit.run_audit import wilson_interval
+    from coevo.audit.stats import wilson_interval
 
     # p = 0, n = 3: upper = z^2/n / (1 + z^2/n) = 1.2805 / 2.2805
     lo, hi = wilson_interval(0.0, 3)
@@ -169,7 +171,7 @@ def _coevo(*args, cwd):
 
 
 def test_end_to_end_rzero_run_and_audit(tmp_path, capsys):
-    from coevo.audit.run_audit import print_audit
+    from coevo.audit.render import print_audit
     import torch
 
     from coevo.backends.pretrain import train_role

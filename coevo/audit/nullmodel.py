@@ -190,3 +190,43 @@ def invert_null_model(all_correct: float, bearing: float, all_wrong: float, k: i
         "kappa_bar_max": float(max(kap)) if kap else float("nan"),
         "p_hi_range": (family[0]["p_hi"], family[-1]["p_hi"]) if family else (float("nan"),) * 2,
     }
+
+
+def _cos_grid(n: int = 201) -> np.ndarray:
+    return 0.5 * (1 - np.cos(np.pi * np.linspace(0, 1, n)))  # dense near 0 and 1, where p^K moves fast
+
+
+def null_fit_error(triple: Sequence[float], k: int, grid: int = 201) -> Dict[str, float]:
+    """Smallest max-abs error (share units) with which a two-point pool (w at p_hi, 1-w at p_lo)
+    reproduces an observed (all-correct, bearing, all-wrong) triple (seed 000 §背景与动机, P2).
+
+    For each (p_lo < p_hi) pair on a grid dense near 0 and 1 the error is a max of three
+    |linear functions of w|; its minimum lies at a zero or a crossing of two of them, so w is
+    solved exactly among those candidates. Returns error, w, p_hi, p_lo.
+    """
+    A, B, Z = (float(x) for x in triple)
+    tot = A + B + Z
+    A, B, Z = A / tot, B / tot, Z / tot
+    p = _cos_grid(grid)
+    i, j = np.triu_indices(len(p), 1)  # p_lo = p[i] < p_hi = p[j]
+    lo, hi = p[i], p[j]
+    a_lo, z_lo = lo ** k, (1 - lo) ** k
+    a_hi, z_hi = hi ** k, (1 - hi) ** k
+    b_lo, b_hi = 1 - a_lo - z_lo, 1 - a_hi - z_hi
+    # error_c(w) = c_lo - obs + w (c_hi - c_lo), c in (A, B, Z)
+    a0 = np.stack([a_lo - A, b_lo - B, z_lo - Z])
+    a1 = np.stack([a_hi - a_lo, b_hi - b_lo, z_hi - z_lo])
+    cands = [np.zeros_like(lo), np.ones_like(lo)]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for c in range(3):
+            cands.append(-a0[c] / a1[c])
+        for c in range(3):
+            for d in range(c + 1, 3):
+                cands.append(-(a0[c] - a0[d]) / (a1[c] - a1[d]))
+                cands.append(-(a0[c] + a0[d]) / (a1[c] + a1[d]))
+    W = np.clip(np.nan_to_num(np.stack(cands), nan=0.0, posinf=0.0, neginf=0.0), 0, 1)  # (cand, pairs)
+    err = np.max(np.abs(a0[:, None, :] + a1[:, None, :] * W[None]), axis=0)  # (cand, pairs)
+    ci = np.argmin(err, axis=0)
+    best = err[ci, np.arange(err.shape[1])]
+    m = int(np.argmin(best))
+    return {"error": float(best[m]), "w": float(W[ci[m], m]), "p_hi": float(hi[m]), "p_lo": float(lo[m])}

@@ -23,10 +23,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from coevo.audit.instruments import bearing_indicator
-from coevo.audit.run_audit import (
-    N_BOOT, _arr, _f, _interval_est, _open, _screen, bootstrap_stat, collect, null_fit_error,
-)
-from coevo.audit.stats import Z95, difference_se
+from coevo.audit.nullmodel import null_fit_error
+from coevo.audit.run_audit import N_BOOT, _arr, _f, _open, _screen, collect
+from coevo.audit.stats import Z95, bootstrap_stat, difference_se, interval_estimate
 from coevo.ledger import views
 
 __all__ = ["evaluate_predictions", "judge", "print_predictions", "BASELINE_ARMS", "FULL_ARMS", "arm_role"]
@@ -143,7 +142,7 @@ def _p1(datas, audits) -> dict:
     if not sel.any():
         return _na("P1", "no screen-bearing task has a confirm group in the runs given")
     kap = bearing_indicator(c[sel]).astype(float)
-    e = _interval_est(kap, P["batch"][sel], P["task"][sel])
+    e = interval_estimate(kap, P["batch"][sel], P["task"][sel])
     first = P["step"][sel] == np.nanmin(P["step"][sel])
     j = judge(e.value, e.ci_low, e.ci_high, ("<=", 0.45),
               [(">=", 0.70, "the pool has a real frontier: the main axis is void, switch to 'how to widen the frontier band'")])
@@ -223,7 +222,7 @@ def _p3(datas, audits) -> dict:
     if not dfn.any():
         return _na("P3", "no task with a nu value and 0 < mu < 1 in the runs given")
     miss = (P["nu"][dfn] < 0.5).astype(float)
-    e = _interval_est(miss, P["batch"][dfn], P["task"][dfn])
+    e = interval_estimate(miss, P["batch"][dfn], P["task"][dfn])
     j = judge(e.value, e.ci_low, e.ci_high, (">=", 0.05),
               [("<", 0.01, "the consensus check is already tight: the reference-answer evidence is void, step 5 cancelled"),
                (">", 0.20, "the consensus check's threshold itself needs re-estimation (more valuable than a middle value)")])
@@ -258,7 +257,7 @@ def _rate_by_arm(datas, audits, role: str):
     if not scr.any() or np.any(g1 & ~np.isfinite(c)):
         return None, P
     both = (g1 & bearing_indicator(np.nan_to_num(c, nan=0.0)))[scr].astype(float)
-    return _interval_est(both, P["batch"][scr], P["task"][scr]), P
+    return interval_estimate(both, P["batch"][scr], P["task"][scr]), P
 
 
 def _p5(datas, audits) -> dict:

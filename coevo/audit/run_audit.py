@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 import yaml
@@ -19,16 +19,16 @@ from coevo.audit.instruments import (
     abstention_share, bearing_indicator, bearing_rate, false_agreement_mass, kappa_bar, lag_bar,
     nu_bar, pseudo_label_accuracy, seed_range, top_quartile_enrichment,
 )
-from coevo.audit.nullmodel import invert_null_model, null_model_shares
-from coevo.audit.stats import Z95, Estimate, batch_bootstrap_ci, binomial_se, clustered_se
+from coevo.audit.nullmodel import invert_null_model, null_fit_error, null_model_shares
+from coevo.audit.stats import (
+    Z95, Estimate, binomial_se, bootstrap_stat, clustered_se, interval_estimate, per_step_means, wilson_interval,
+)
 from coevo.ledger import views
 from coevo.ledger.store import open_run_ledger, Ledger, LedgerError
 
-__all__ = ["AuditError", "audit_run", "audit_runs", "print_audit", "audit_section_html", "null_fit_error",
-           "bootstrap_stat", "HEADLINE"]
+__all__ = ["AuditError", "audit_run", "audit_runs", "assemble_run", "HEADLINE"]
 
 N_BOOT = 1000
-MIN_BATCHES = 5  # fewer batches (steps) than this: no batch bootstrap, a Wald interval instead
 # headline numbers whose seed-to-seed range is reported when several seeds of one recipe/arm are given
 HEADLINE = ("bearing_rate", "productive_rate_replicated", "kappa_bar", "nu_bar", "lag", "pseudo_label_accuracy",
             "false_agreement_mass", "eval_accuracy")
@@ -71,66 +71,6 @@ def _jsonable(x):
     if isinstance(x, np.bool_):
         return bool(x)
     return x
-
-
-def bootstrap_stat(values, batches, stat: Callable[[np.ndarray], float], n_boot: int = N_BOOT, seed: int = 0,
-                   alpha: float = 0.05) -> Dict[str, float]:
-    """Percentile bootstrap of any statistic of the pooled values, resampling whole batches
-    (seed 000 §局限性 二). Used for statistics that are not means (median |lag|)."""
-    y = np.asarray(values, dtype=float)
-    b = np.asarray(batches)
-    keys, inv = np.unique(b, return_inverse=True)
-    g = len(keys)
-    nan = float("nan")
-    if g < 2:
-        return {"ci_low": nan, "ci_high": nan, "se": nan, "n_batches": g}
-    members = [y[inv == j] for j in range(g)]
-    rng = np.random.default_rng(seed)
-    stats = np.array([stat(np.concatenate([members[j] for j in rng.integers(0, g, size=g)]))
-                      for _ in range(n_boot)])
-    stats = stats[np.isfinite(stats)]
-    lo, hi = np.quantile(stats, [alpha / 2, 1 - alpha / 2])
-    return {"ci_low": float(lo), "ci_high": float(hi), "se": float(stats.std(ddof=1)), "n_batches": g}
-
-
-def _cos_grid(n: int = 201) -> np.ndarray:
-    return 0.5 * (1 - np.cos(np.pi * np.linspace(0, 1, n)))  # dense near 0 and 1, where p^K moves fast
-
-
-def null_fit_error(triple: Sequence[float], k: int, grid: int = 201) -> Dict[str, float]:
-    """Smallest max-abs error (share units) with which a two-point pool (w at p_hi, 1-w at p_lo)
-    reproduces an observed (all-correct, bearing, all-wrong) triple (seed 000 §背景与动机, P2).
-
-    For each (p_lo < p_hi) pair on a grid dense near 0 and 1 the error is a max of three
-    |linear functions of w|; its minimum lies at a zero or a crossing of two of them, so w is
-    solved exactly among those candidates. Returns error, w, p_hi, p_lo.
-    """
-    A, B, Z = (float(x) for x in triple)
-    tot = A + B + Z
-    A, B, Z = A / tot, B / tot, Z / tot
-    p = _cos_grid(grid)
-    i, j = np.triu_indices(len(p), 1)  # p_lo = p[i] < p_hi = p[j]
-    lo, hi = p[i], p[j]
-    a_lo, z_lo = lo ** k, (1 - lo) ** k
-    a_hi, z_hi = hi ** k, (1 - hi) ** k
-    b_lo, b_hi = 1 - a_lo - z_lo, 1 - a_hi - z_hi
-    # error_c(w) = c_lo - obs + w (c_hi - c_lo), c in (A, B, Z)
-    a0 = np.stack([a_lo - A, b_lo - B, z_lo - Z])
-    a1 = np.stack([a_hi - a_lo, b_hi - b_lo, z_hi - z_lo])
-    cands = [np.zeros_like(lo), np.ones_like(lo)]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for c in range(3):
-            cands.append(-a0[c] / a1[c])
-        for c in range(3):
-            for d in range(c + 1, 3):
-                cands.append(-(a0[c] - a0[d]) / (a1[c] - a1[d]))
-                cands.append(-(a0[c] + a0[d]) / (a1[c] + a1[d]))
-    W = np.clip(np.nan_to_num(np.stack(cands), nan=0.0, posinf=0.0, neginf=0.0), 0, 1)  # (cand, pairs)
-    err = np.max(np.abs(a0[:, None, :] + a1[:, None, :] * W[None]), axis=0)  # (cand, pairs)
-    ci = np.argmin(err, axis=0)
-    best = err[ci, np.arange(err.shape[1])]
-    m = int(np.argmin(best))
-    return {"error": float(best[m]), "w": float(W[ci[m], m]), "p_hi": float(hi[m]), "p_lo": float(lo[m])}
 
 
 # ---------------------------------------------------------------------- reading one run
@@ -182,61 +122,6 @@ def collect(led: Ledger, run_id: str) -> dict:
 
 
 # ---------------------------------------------------------------------- instruments on one run
-def _interval_est(x: np.ndarray, batches: np.ndarray, tasks: Optional[np.ndarray] = None, **extra) -> Estimate:
-    """Proportion/mean with binomial SE, task-clustered SE, batch-clustered SE and batch-bootstrap CI."""
-    n = int(x.size)
-    if n == 0:
-        return Estimate(float("nan"), n=0, extra=extra)
-    v = float(x.mean())
-    ex = dict(extra)
-    binary = bool(np.all((x == 0) | (x == 1)))
-    ex["se_binomial"] = binomial_se(v, n) if binary else float(x.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
-    if tasks is not None:
-        ex["se_task_clustered"] = clustered_se(x, tasks)
-    ex["se_batch_clustered"] = clustered_se(x, batches)
-    bb = batch_bootstrap_ci(x, batches, n_boot=N_BOOT, seed=0)
-    ex["batch_bootstrap"] = bb
-    if bb["n_batches"] >= MIN_BATCHES and not (binary and v in (0.0, 1.0)):
-        se, lo, hi = bb["se"], bb["ci_low"], bb["ci_high"]
-        ex["interval_method"] = f"batch bootstrap ({bb['n_batches']} batches)"
-    else:  # too few batches for a bootstrap (or no event at all): the wider of the binomial and clustered SEs
-        cands = [ex["se_binomial"], ex.get("se_task_clustered", float("nan"))]
-        if bb["n_batches"] >= 2:
-            cands.append(ex["se_batch_clustered"])
-        se = max(c for c in cands if np.isfinite(c)) if any(np.isfinite(c) for c in cands) else float("nan")
-        why = f"{bb['n_batches']} batches < {MIN_BATCHES}" if bb["n_batches"] < MIN_BATCHES else "no event"
-        if binary:  # Wilson score interval at the design-effect sample size p(1-p)/se^2
-            n_eff = v * (1 - v) / se ** 2 if (0 < v < 1 and se > 0) else float(n)
-            lo, hi = wilson_interval(v, n_eff)
-            ex["interval_method"] = f"Wilson, clustered n_eff={n_eff:.0f} ({why})"
-        else:
-            lo, hi = v - Z95 * se, v + Z95 * se
-            ex["interval_method"] = f"Wald, clustered ({why})"
-    return Estimate(v, se, lo, hi, n, ex)
-
-
-def wilson_interval(p: float, n: float, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval of a proportion; stays inside [0, 1] and is not degenerate at p = 0 or 1."""
-    if n <= 0:
-        return float("nan"), float("nan")
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return float(max(0.0, c - h)), float(min(1.0, c + h))
-
-
-def _per_step(x: np.ndarray, steps: np.ndarray) -> List[dict]:
-    out = []
-    for s in np.unique(steps):
-        sel = steps == s
-        y = x[sel]
-        v = float(y.mean())
-        binary = bool(np.all((y == 0) | (y == 1)))
-        se = binomial_se(v, y.size) if binary else (float(y.std(ddof=1) / np.sqrt(y.size)) if y.size > 1 else float("nan"))
-        out.append({"step": int(s), "value": v, "se": _f(se), "n": int(y.size)})
-    return out
-
-
 def _screen(d: dict) -> Optional[dict]:
     """Single-shot groups: task_stats screen groups if the recipe wrote them, else R-Zero oracle groups."""
     ts = d["task_stats"]
@@ -266,9 +151,9 @@ def instruments_for(d: dict, recipe: str, doubt_stable: float = 0.75) -> Dict[st
                                   "task_stats screen groups in this ledger")
     else:
         g = bearing_indicator(sc["mu"]).astype(float)
-        est = _interval_est(g, sc["step"], sc["task"])
+        est = interval_estimate(g, sc["step"], sc["task"])
         assert est.value == bearing_rate(sc["mu"]).value  # same number as the colleague's instrument
-        est.extra["per_step"] = _per_step(g, sc["step"])
+        est.extra["per_step"] = per_step_means(g, sc["step"])
         est.extra["k_values"] = sorted({int(x) for x in sc["k"]})
         out["bearing_rate"] = _ok("bearing rate P[0<mu<1]", est, sc["source"],
                                   "batch bootstrap (steps)")
@@ -344,7 +229,7 @@ def _screen_confirm(ts: Optional[dict], why: str, stable: float = 0.75) -> Dict[
         out["productive_rate_replicated"] = _na(L["productive_rate_replicated"], why_k, "task_stats")
     else:
         kap = bearing_indicator(c[sel]).astype(float)
-        est = _interval_est(kap, step[sel], task[sel])
+        est = interval_estimate(kap, step[sel], task[sel])
         k_inst = kappa_bar(s, c, tasks=task, batches=step, n_boot=N_BOOT)  # the colleague's instrument, for its extras
         est.extra.update({"n_screened": k_inst.extra["n_screened"], "n_screen_bearing": k_inst.extra["n_screen_bearing"]})
         se_t = est.extra.get("se_task_clustered", float("nan"))
@@ -352,7 +237,7 @@ def _screen_confirm(ts: Optional[dict], why: str, stable: float = 0.75) -> Dict[
         v = est.value
         est.extra["ci_task_clustered"] = list(wilson_interval(v, v * (1 - v) / se_t ** 2 if 0 < v < 1 and se_t > 0
                                                               else float(est.n)))
-        est.extra["per_step"] = _per_step(kap, step[sel])
+        est.extra["per_step"] = per_step_means(kap, step[sel])
         out["kappa_bar"] = _ok(L["kappa_bar"], est, "task_stats.mu_screen, mu_confirm (only tasks with 0<mu_screen<1 "
                                "and a confirm group)", "batch bootstrap (steps)")
         scr = np.isfinite(s)
@@ -363,8 +248,8 @@ def _screen_confirm(ts: Optional[dict], why: str, stable: float = 0.75) -> Dict[
                                                     f"{int((~drawn[scr]).sum())} mixed screen groups have no confirm group")
         else:
             pr = both[scr].astype(float)
-            e2 = _interval_est(pr, step[scr], task[scr])
-            e2.extra["per_step"] = _per_step(pr, step[scr])
+            e2 = interval_estimate(pr, step[scr], task[scr])
+            e2.extra["per_step"] = per_step_means(pr, step[scr])
             out["productive_rate_replicated"] = _ok(L["productive_rate_replicated"], e2, "task_stats: 1[0<mu_screen<1 "
                                                     "and 0<mu_confirm<1] over screened tasks", "batch bootstrap (steps)")
     # nu-bar and the reference-in-doubt bucket
@@ -380,9 +265,9 @@ def _screen_confirm(ts: Optional[dict], why: str, stable: float = 0.75) -> Dict[
         res = nu_bar(nu[dfn] >= 0.5, share[dfn], mu[dfn], stable=stable)
         for key, inst in (("nu_bar", res["nu_bar"]), ("doubt_share", res["doubt_share"])):
             x = ((nu[dfn] < 0.5) if key == "nu_bar" else ((nu[dfn] < 0.5) & (share[dfn] >= stable - 1e-12))).astype(float)
-            est = _interval_est(x, step[dfn], task[dfn], n_total=int(len(nu)))
+            est = interval_estimate(x, step[dfn], task[dfn], n_total=int(len(nu)))
             assert abs(est.value - inst.value) < 1e-12  # same number as the colleague's instrument
-            est.extra["per_step"] = _per_step(x, step[dfn])
+            est.extra["per_step"] = per_step_means(x, step[dfn])
             if key == "doubt_share":
                 rec = [v for v, ok in zip(ts["in_doubt"], dfn) if ok and v is not None]
                 est.extra["recorded_in_doubt"] = int(sum(bool(v) for v in rec))
@@ -400,7 +285,7 @@ def _screen_confirm(ts: Optional[dict], why: str, stable: float = 0.75) -> Dict[
         bs = bootstrap_stat(lag, step[ok], lambda x: float(np.median(np.abs(x))))
         est.extra["median_abs_ci"] = [bs["ci_low"], bs["ci_high"]]
         est.extra["se_batch_clustered"] = clustered_se(lag, step[ok])
-        est.extra["per_step"] = _per_step(lag, step[ok])
+        est.extra["per_step"] = per_step_means(lag, step[ok])
         out["lag"] = _ok(L["lag"], est, "task_stats.mu_pre, mu_post", "Wald (tasks); median: batch bootstrap")
     return out
 
@@ -414,7 +299,7 @@ def _pseudo_label(d: dict, ts: Optional[dict]) -> dict:
         est = pseudo_label_accuracy(pl, truth)
         ok = np.array([v is not None for v in rc])
         x = np.array([bool(v) for v in rc if v is not None], dtype=float)
-        e = _interval_est(x, _arr(ts["step"]).astype(int)[ok], n_unjudged=est.extra["n_unjudged"])
+        e = interval_estimate(x, _arr(ts["step"]).astype(int)[ok], n_unjudged=est.extra["n_unjudged"])
         return _ok("reference-answer accuracy vs oracle", e, "task_stats.reference_correct (the Synthesizer's reference "
                    "answer judged against the oracle)", "batch bootstrap (steps)")
     k = d["kept"]
@@ -438,7 +323,7 @@ def _pseudo_label(d: dict, ts: Optional[dict]) -> dict:
     est = pseudo_label_accuracy([bool(h) for h in hit if h is not None], [True] * int(ok.sum()))
     x = np.array([bool(h) for h in hit if h is not None], dtype=float)
     steps = _arr(k["step"]).astype(int)[ok]
-    e = _interval_est(x, steps, n_unjudged=how["unjudged"], judged_by=how)
+    e = interval_estimate(x, steps, n_unjudged=how["unjudged"], judged_by=how)
     assert abs(e.value - est.value) < 1e-12
     rounds = _arr(k["round"]).astype(int)[ok]
     e.extra["per_round"] = [{"round": int(r), "value": float(x[rounds == r].mean()), "n": int((rounds == r).sum()),
@@ -469,7 +354,7 @@ def _ff(ts: Optional[dict], recipe: str) -> dict:
     est = false_agreement_mass(pa, mode, truth)
     audited = np.array([t is not None for t in truth])
     x = np.array([p is not None and p == m and p != t for p, m, t in zip(pa, mode, truth) if t is not None], dtype=float)
-    e = _interval_est(x, _arr(ts["step"]).astype(int)[audited], n_unaudited=est.extra["n_unaudited"],
+    e = interval_estimate(x, _arr(ts["step"]).astype(int)[audited], n_unaudited=est.extra["n_unaudited"],
                       agreement_rate=est.extra["agreement_rate"])
     return _ok(label, e, "task_stats.proposer_answer (Synthesizer reference), mode_answer (solver majority), "
                "tasks.oracle_answer", "batch bootstrap (steps)")
@@ -556,6 +441,12 @@ def audit_run(run_dir: Path) -> dict:
     return _assemble(run_dir, info, cfg, d)
 
 
+def assemble_run(run_dir: Path, led: Ledger, run_id: str) -> dict:
+    """The audit of one run from an already open ledger (the report uses this)."""
+    info = views.run_info(led)
+    return _assemble(Path(run_dir), info, _config(Path(run_dir), info), collect(led, run_id))
+
+
 def _assemble(run_dir: Path, info: dict, cfg: dict, d: dict) -> dict:
     recipe = info.get("recipe") or cfg.get("recipe") or "?"
     arms = sorted({a for a in d["task_stats"]["arm"] if a}) if d["task_stats"] is not None else []
@@ -603,134 +494,3 @@ def audit_runs(run_dirs: Sequence[Path], predictions: bool = False) -> dict:
 
         result["predictions"] = evaluate_predictions([Path(r) for r in run_dirs], runs)
     return result
-
-
-# ---------------------------------------------------------------------- output
-def _fmt(x, pct: bool = False) -> str:
-    if x is None:
-        return "-"
-    return f"{100 * x:.1f}%" if pct else f"{x:.3f}"
-
-
-_PCT = {"bearing_rate", "productive_rate_replicated", "kappa_bar", "nu_bar", "doubt_share", "pseudo_label_accuracy",
-        "false_agreement_mass", "abstention_share", "eval_accuracy"}
-
-
-def rows_for(run: dict) -> tuple[List[List[str]], List[str]]:
-    """Table rows (instrument, value, SE, 95% interval, n, interval method) of the computable
-    instruments, and one line per reason for those that cannot be computed."""
-    rows, why = [], defaultdict(list)
-    for key, ins in run["instruments"].items():
-        if ins["status"] != "ok":
-            why[ins["reason"]].append(ins["label"])
-            continue
-        pct = key in _PCT
-        val = _fmt(ins["value"], pct)
-        if key == "null_model":
-            val = f"{100 * ins['value']:.2f} pt"
-        if key == "lag":
-            mci = ins["extra"].get("median_abs_ci", [None, None])
-            val += f"; median |l| {_fmt(ins['extra'].get('median_abs'))} [{_fmt(mci[0])}, {_fmt(mci[1])}]"
-        if key == "kappa_bar":
-            t = ins["extra"].get("ci_task_clustered", [None, None])
-            val += f"; task-clustered [{_fmt(t[0], True)}, {_fmt(t[1], True)}]"
-        ci = f"[{_fmt(ins['ci_low'], pct)}, {_fmt(ins['ci_high'], pct)}]" if ins["ci_low"] is not None else "-"
-        rows.append([ins["label"], val, _fmt(ins["se"], pct), ci, str(ins["n"]), ins["interval"]])
-    return rows, [f"{', '.join(labels)}: {reason}" for reason, labels in why.items()]
-
-
-def print_audit(result: dict) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    c = Console()
-    if not c.is_terminal:
-        c = Console(width=160)
-    for run in result["runs"]:
-        t = Table(title=f"audit · {run['recipe']} · arm {run['arm']} · seed {run['seed']} · {run['run_dir']}")
-        for col, j in (("instrument", "left"), ("value", "right"), ("SE", "right"), ("95% interval", "right"),
-                       ("n", "right"), ("interval", "left")):
-            t.add_column(col, justify=j, overflow="fold")
-        rows, why = rows_for(run)
-        for r in rows:
-            t.add_row(*[escape(x) for x in r])
-        c.print(t)
-        for line in why:
-            c.print(f"  [bold]cannot compute[/] {escape(line)}", highlight=False)
-        nm = run["instruments"].get("null_model")
-        if nm and nm["status"] == "ok":
-            for name, b in nm["extra"]["buckets"].items():
-                o, p = b["observed"], b["predicted"]
-                c.print(f"  null model, {name} bucket (steps {b['steps']}, n={b['n']}, K={nm['extra']['k']}): observed "
-                        f"{'/'.join(f'{100 * x:.1f}' for x in o)}% (all-correct/bearing/all-wrong); best two-point pool "
-                        f"w={b['fit']['w']:.3f} p={b['fit']['p_hi']:.4f}/{b['fit']['p_lo']:.4f} predicts "
-                        f"{'/'.join(f'{100 * x:.1f}' for x in p)}% (max error {100 * b['fit']['error']:.2f} pt)",
-                        highlight=False)
-    for sr in result["seed_range"]:
-        if sr["status"] != "ok":
-            c.print(escape(f"seed-to-seed range, {sr['recipe']}/{sr['arm']}: cannot compute: {sr['reason']}"),
-                    highlight=False)
-            continue
-        t = Table(title=f"seed-to-seed range · {sr['recipe']} · arm {sr['arm']} · seeds {sr['seeds']}")
-        for col in ("metric", "range", "min", "max", "mean", "per seed"):
-            t.add_column(col)
-        for k, m in sr["metrics"].items():
-            t.add_row(k, _fmt(m["range"]), _fmt(m["min"]), _fmt(m["max"]), _fmt(m["mean"]),
-                      ", ".join(f"{s}: {_fmt(v)}" for s, v in m["per_seed"].items()))
-        c.print(t)
-    if "predictions" in result:
-        from coevo.audit.predictions import print_predictions
-
-        print_predictions(result["predictions"], c)
-
-
-# ---------------------------------------------------------------------- report section
-def _plot_series(run: dict) -> Optional[str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from coevo.report.html import _png
-
-    series = [(k, run["instruments"][k]) for k in ("bearing_rate", "kappa_bar", "productive_rate_replicated",
-                                                     "nu_bar", "lag", "pseudo_label_accuracy")
-              if run["instruments"].get(k, {}).get("status") == "ok" and run["instruments"][k]["extra"].get("per_step")]
-    if not series:
-        return None
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
-    for k, ins in series:
-        ps = ins["extra"]["per_step"]
-        xs = [p["step"] for p in ps]
-        ys = [p["value"] for p in ps]
-        es = [Z95 * (p["se"] or 0.0) for p in ps]
-        ax.errorbar(xs, ys, yerr=es, marker="o", capsize=3, label=f"{ins['label']} (pooled {ins['value']:.3f})")
-    from matplotlib.ticker import MaxNLocator
-
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("step (batch)")
-    ax.legend(fontsize=6)
-    ax.set_title("Audit instruments per step (±1.96 binomial SE)")
-    return _png(fig)
-
-
-def audit_section_html(run_dir: Path, led: Ledger, run_id: str) -> str:
-    """HTML section for report.html: the audit table and per-step plot (never raises)."""
-    import html as H
-
-    try:
-        info = views.run_info(led)
-        run = _assemble(Path(run_dir), info, _config(Path(run_dir), info), collect(led, run_id))
-        head = "".join(f"<th>{H.escape(h)}</th>" for h in ("instrument", "value", "SE", "95% interval", "n", "interval"))
-        rows, why = rows_for(run)
-        body = "".join("<tr>" + "".join(f"<td style='text-align:left'>{H.escape(x)}</td>" for x in r) + "</tr>"
-                       for r in rows)
-        ul = "<ul>" + "".join(f"<li>cannot compute {H.escape(w)}</li>" for w in why) + "</ul>"
-        png = _plot_series(run)
-        fig = (f'<figure><img alt="audit per step" src="data:image/png;base64,{png}"/><figcaption>Audit instruments '
-               f'per step</figcaption></figure>') if png else "<p class=note>no per-step series to plot</p>"
-        return (f"<h2>Audit</h2><p class=note>`coevo audit {H.escape(str(run_dir))}` — definitions in docs/audit.md. "
-                f"The interval column says how each interval was computed.</p><table><tr>{head}</tr>{body}</table>{ul}{fig}")
-    except Exception as e:  # the report must not fail because of the audit
-        return f"<h2>Audit</h2><p class=note>audit failed: {H.escape(repr(e))}</p>"

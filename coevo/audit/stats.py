@@ -8,7 +8,7 @@ binomial intervals are too narrow); seed 001 §推论一 (1/(1-phi)).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
@@ -133,3 +133,81 @@ def batch_bootstrap_ci(values, batches, n_boot: int = 1000, seed: int = 0, alpha
     stats = stats[np.isfinite(stats)]
     lo, hi = np.quantile(stats, [alpha / 2, 1 - alpha / 2])
     return {"ci_low": float(lo), "ci_high": float(hi), "se": float(stats.std(ddof=1)), "n_batches": g}
+
+
+def wilson_interval(p: float, n: float, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a proportion; stays inside [0, 1] and is not degenerate at p = 0 or 1."""
+    if n <= 0:
+        return float("nan"), float("nan")
+    d = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / d
+    h = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return float(max(0.0, c - h)), float(min(1.0, c + h))
+
+
+def bootstrap_stat(values, batches, stat: Callable[[np.ndarray], float], n_boot: int = 1000, seed: int = 0,
+                   alpha: float = 0.05) -> Dict[str, float]:
+    """Percentile bootstrap of any statistic of the pooled values, resampling whole batches
+    (seed 000 §局限性 二). Used for statistics that are not means (median |lag|)."""
+    y = np.asarray(values, dtype=float)
+    b = np.asarray(batches)
+    keys, inv = np.unique(b, return_inverse=True)
+    g = len(keys)
+    nan = float("nan")
+    if g < 2:
+        return {"ci_low": nan, "ci_high": nan, "se": nan, "n_batches": g}
+    members = [y[inv == j] for j in range(g)]
+    rng = np.random.default_rng(seed)
+    stats = np.array([stat(np.concatenate([members[j] for j in rng.integers(0, g, size=g)]))
+                      for _ in range(n_boot)])
+    stats = stats[np.isfinite(stats)]
+    lo, hi = np.quantile(stats, [alpha / 2, 1 - alpha / 2])
+    return {"ci_low": float(lo), "ci_high": float(hi), "se": float(stats.std(ddof=1)), "n_batches": g}
+
+
+MIN_BATCHES = 5  # fewer batches (steps) than this: no batch bootstrap, a Wilson/Wald interval instead
+
+
+def interval_estimate(x: np.ndarray, batches: np.ndarray, tasks: Optional[np.ndarray] = None, **extra) -> Estimate:
+    """Proportion/mean with binomial SE, task-clustered SE, batch-clustered SE and batch-bootstrap CI."""
+    n = int(x.size)
+    if n == 0:
+        return Estimate(float("nan"), n=0, extra=extra)
+    v = float(x.mean())
+    ex = dict(extra)
+    binary = bool(np.all((x == 0) | (x == 1)))
+    ex["se_binomial"] = binomial_se(v, n) if binary else float(x.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
+    if tasks is not None:
+        ex["se_task_clustered"] = clustered_se(x, tasks)
+    ex["se_batch_clustered"] = clustered_se(x, batches)
+    bb = batch_bootstrap_ci(x, batches, n_boot=1000, seed=0)
+    ex["batch_bootstrap"] = bb
+    if bb["n_batches"] >= MIN_BATCHES and not (binary and v in (0.0, 1.0)):
+        se, lo, hi = bb["se"], bb["ci_low"], bb["ci_high"]
+        ex["interval_method"] = f"batch bootstrap ({bb['n_batches']} batches)"
+    else:  # too few batches for a bootstrap (or no event at all): the wider of the binomial and clustered SEs
+        cands = [ex["se_binomial"], ex.get("se_task_clustered", float("nan"))]
+        if bb["n_batches"] >= 2:
+            cands.append(ex["se_batch_clustered"])
+        se = max(c for c in cands if np.isfinite(c)) if any(np.isfinite(c) for c in cands) else float("nan")
+        why = f"{bb['n_batches']} batches < {MIN_BATCHES}" if bb["n_batches"] < MIN_BATCHES else "no event"
+        if binary:  # Wilson score interval at the design-effect sample size p(1-p)/se^2
+            n_eff = v * (1 - v) / se ** 2 if (0 < v < 1 and se > 0) else float(n)
+            lo, hi = wilson_interval(v, n_eff)
+            ex["interval_method"] = f"Wilson, clustered n_eff={n_eff:.0f} ({why})"
+        else:
+            lo, hi = v - Z95 * se, v + Z95 * se
+            ex["interval_method"] = f"Wald, clustered ({why})"
+    return Estimate(v, se, lo, hi, n, ex)
+
+
+def per_step_means(x: np.ndarray, steps: np.ndarray) -> List[dict]:
+    out = []
+    for s in np.unique(steps):
+        sel = steps == s
+        y = x[sel]
+        v = float(y.mean())
+        binary = bool(np.all((y == 0) | (y == 1)))
+        se = binomial_se(v, y.size) if binary else (float(y.std(ddof=1) / np.sqrt(y.size)) if y.size > 1 else float("nan"))
+        out.append({"step": int(s), "value": v, "se": se if np.isfinite(se) else None, "n": int(y.size)})
+    return out

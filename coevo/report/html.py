@@ -112,7 +112,7 @@ def write_report(run_dir: Path, extra_sections: list[str] | None = None) -> Path
         ph = views.p_hat_values(led, run_id)
         sections = []
         try:
-            from coevo.audit.run_audit import audit_section_html
+            from coevo.audit.render import audit_section_html
 
             sections.append(audit_section_html(run_dir, led, run_id))
         except ImportError:
