@@ -40,6 +40,11 @@ def test_rule_modes():
     assert RuleVerifier(mode="contains", negate=True).verify("I am sure", "sorry").value == 1
     assert RuleVerifier(mode="contains").verify(None, "x").reason == "unparsable"
     assert RuleVerifier(mode="contains", max_chars=10).verify("x" * 11, "x").reason == "resource-limit"
+    # catastrophic backtracking abstains after the regex timeout instead of hanging
+    v = RuleVerifier(mode="regex", pattern=r"(a|aa)+$", timeout_s=0.2).verify("a" * 60 + "b")
+    assert v.value is None and v.reason == "timeout"
+    v = RuleVerifier(mode="regex", pattern=r"(unclosed").verify("x")
+    assert v.value is None and v.reason == "unparsable" and v.detail["side"] == "pattern"
     with pytest.raises(ValueError):
         RuleVerifier(mode="fuzzy")
 

@@ -10,7 +10,6 @@ raw checker a worker runs.  (``llm_judge`` lives in ``coevo.verify.judge``.)
 from __future__ import annotations
 
 import math
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
@@ -141,7 +140,10 @@ class RuleVerifier(Verifier):
     ``exact`` (string equality).  ``pattern`` defaults to the reference.  ``normalize``
     applies the SQuAD normaliser first (contains / exact).  ``negate`` flips 1 and 0
     (for penalty criteria).  Runs in-process; answers longer than ``max_chars`` abstain
-    (``resource-limit``) to bound regex time."""
+    (``resource-limit``).  ``regex`` mode uses the ``regex`` package (re-compatible syntax)
+    with its own match timeout: a pattern that backtracks catastrophically abstains with
+    ``timeout`` after ``timeout_s`` instead of hanging the caller; an invalid pattern
+    abstains with ``unparsable``."""
 
     mode: str = "contains"
     pattern: Optional[str] = None
@@ -149,6 +151,7 @@ class RuleVerifier(Verifier):
     normalize: bool = False
     negate: bool = False
     max_chars: int = 100_000
+    timeout_s: float = 1.0
     kind = "rule"
     version = RULE_VERSION
 
@@ -166,7 +169,15 @@ class RuleVerifier(Verifier):
         if len(a) > self.max_chars:
             return abstain("resource-limit", max_chars=self.max_chars)
         if self.mode == "regex":
-            hit = re.search(pat, a, 0 if self.case_sensitive else re.IGNORECASE) is not None
+            import regex
+
+            try:
+                hit = regex.search(pat, a, 0 if self.case_sensitive else regex.IGNORECASE,
+                                   timeout=self.timeout_s) is not None
+            except TimeoutError:
+                return abstain("timeout", timeout_s=self.timeout_s, pattern=pat[:200])
+            except regex.error as e:
+                return abstain("unparsable", side="pattern", error=str(e), pattern=pat[:200])
         else:
             if self.normalize:
                 a, pat = normalize_answer(a), normalize_answer(pat)
