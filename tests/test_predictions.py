@@ -1,4 +1,5 @@
 """Seed 000's predictions P1-P6 on hand-written ledgers (hand-computed values) and the verdict rule."""
+import json
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,32 @@ def test_p5_needs_confirm_groups_in_both_arms(tmp_path):
     runs = [ledger(tmp_path / "b0", no_confirm, "a", 0), ledger(tmp_path / "f0", FULL, "c", 0)]
     P = {p["id"]: p for p in audit_runs(runs, predictions=True)["predictions"]}
     assert P["P5"]["status"] == "not evaluable" and "baseline arm has mixed screen groups" in P["P5"]["reason"]
+
+
+def _log_budget(run_dir: Path, per_step: list[int]) -> None:
+    led = Ledger(run_dir / "ledger.duckdb")
+    led.append("steps", [{"run_id": run_dir.name, "step": s, "round": 1, "phase": "train", "phase_step": s,
+                          "seconds": 0.0, "metrics_json": json.dumps({"rollouts": {"train_total": n}})}
+                         for s, n in enumerate(per_step, 1)])
+    led.close()
+
+
+def test_p5_needs_matched_budgets(three_runs):
+    """P5 compares arms that spent the same training rollouts (±10 %); otherwise it says why not."""
+    b0, b1, f0 = three_runs
+    for rd in (b0, b1):
+        _log_budget(rd, [100, 100])
+    _log_budget(f0, [150, 150])  # 300 vs 200 per run
+    P = {p["id"]: p for p in audit_runs(three_runs, predictions=True)["predictions"]}
+    assert P["P5"]["status"] == "not evaluable"
+    assert "300 training rollouts per full-arm run vs 200" in P["P5"]["reason"] and "+33.3 pt" in P["P5"]["reason"]
+
+
+def test_p5_matched_budgets_are_reported(three_runs):
+    b0, b1, f0 = three_runs
+    for rd, steps in ((b0, [100, 100]), (b1, [110, 100]), (f0, [95, 110])):
+        _log_budget(rd, steps)
+    P = {p["id"]: p for p in audit_runs(three_runs, predictions=True)["predictions"]}
+    assert P["P5"]["status"] == "evaluated" and P["P5"]["value"] == pytest.approx(3 / 4 - 5 / 12)
+    assert P["P5"]["extra"]["train_rollouts_per_run"] == {"baseline": 205.0, "full": 205.0}
+    assert "matched" in P["P5"]["extra"]["note"]

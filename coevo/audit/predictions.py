@@ -33,6 +33,7 @@ __all__ = ["evaluate_predictions", "judge", "print_predictions", "BASELINE_ARMS"
 # arm names (task_stats.arm, else the run's recipe) recognised as SynCo's baseline (a) and RGBC's full arm (c)
 BASELINE_ARMS = {"synco", "a", "baseline", "arm_a", "synco_reward"}
 FULL_ARMS = {"full", "c", "arm_c", "rgbc", "rgbc_full", "full_post", "t_tilde_post"}
+BUDGET_TOL = 0.10  # P5: arms whose training rollouts per run differ by more than this are not compared
 
 CLAIMS = {
     "P1": "kappa-bar <= 0.45 (replication rate of screen-bearing tasks)",
@@ -273,13 +274,42 @@ def _p5(datas, audits) -> dict:
         return _na("P5", f"the {which} arm has mixed screen groups without a confirm group, so its replicated "
                    "productive rate (both groups mixed) is not measured")
     gain = ef.value - eb.value
+    bud = {role: _train_budget([a["run_dir"] for a in audits if roles[a["run_dir"]] == role])
+           for role in ("baseline", "full")}
+    if bud["baseline"] and bud["full"]:
+        ratio = bud["full"] / bud["baseline"]
+        if not (1 - BUDGET_TOL <= ratio <= 1 + BUDGET_TOL):
+            return _na("P5", f"rollout budgets differ: {bud['full']:.0f} training rollouts per full-arm run vs "
+                       f"{bud['baseline']:.0f} per baseline run (ratio {ratio:.2f}, tolerance ±{BUDGET_TOL:.0%}); "
+                       f"P5 compares budget-matched arms (rgbc.arm=synco with rgbc.budget=matched). "
+                       f"As logged, the gain would be {100 * gain:+.1f} pt")
     se = float(np.hypot(eb.se, ef.se))
     lo, hi = gain - Z95 * se, gain + Z95 * se
     j = judge(gain, lo, hi, (">=", 0.03), [("<", 0.01, "the two-stage sampling does not pay for its cost")])
+    matched = bud["baseline"] is not None and bud["full"] is not None
     return _res("P5", gain, lo, hi, eb.n + ef.n, "share (difference)", j, baseline=_f(eb.value), full=_f(ef.value),
                 se_binomial_difference=_f(difference_se(eb.value, eb.n, ef.value, ef.n)),
                 interval="Wald with per-arm batch-bootstrap SEs over (run, step)",
-                note="budget matching is the recipe's job; this compares the rates as logged")
+                train_rollouts_per_run=bud,
+                note=(f"budgets matched within ±{BUDGET_TOL:.0%}" if matched else
+                      "rollout budgets not logged (no train_total step metric): compared as logged"))
+
+
+def _train_budget(run_dirs: Sequence[str]) -> Optional[float]:
+    """Mean training rollouts per run (screen + confirm + consensus, the recipe's train_total
+    step metric); None if a run did not log it."""
+    totals = []
+    for rd in run_dirs:
+        led = _open(Path(rd))
+        try:
+            ms = [m["metrics"].get("rollouts") for m in views.step_metrics(led, views.run_info(led)["run_id"])
+                  if m["phase"] == "train"]
+        finally:
+            led.close()
+        if not ms or any(not isinstance(r, dict) or "train_total" not in r for r in ms):
+            return None
+        totals.append(sum(r["train_total"] for r in ms))
+    return float(np.mean(totals)) if totals else None
 
 
 def _p6(datas, audits) -> dict:
