@@ -18,6 +18,7 @@ import torch
 
 from coevo import __version__
 from coevo.audit.stats import binomial_se
+from coevo.backends.base import BackendError
 from coevo.config import ConfigError, RunConfig, build_config, dump_config
 from coevo.ledger import views
 from coevo.ledger.store import Ledger
@@ -55,7 +56,9 @@ def _tiny(role: str, ckpt: str | None, lr: float, seed: int, grad_clip: float):
     return pol
 
 
-def make_policies(cfg: RunConfig) -> dict:
+def make_policies(cfg: RunConfig, run_dir: Path | None = None) -> dict:
+    """``run_dir``: where the openai backend writes the LoRA adapters it syncs to the
+    servers (``<run_dir>/adapters`` unless ``backend.options.adapter_dir`` says otherwise)."""
     b = cfg.backend
     proposer = "synthesizer" if cfg.recipe in ("synco", "rgbc") else "challenger"
     if b.kind == "tiny":
@@ -71,10 +74,17 @@ def make_policies(cfg: RunConfig) -> dict:
             raise RunError("backend.roles=lora needs backend.kind=hf")
     else:
         try:
-            from coevo.backends.roles import make_role_policies
+            from coevo.backends.roles import RoleConfigError, make_role_policies
+            from coevo.backends.smollm2 import SmolLM2Unavailable
         except ImportError as e:
-            raise RunError(f"backend {b.kind!r} unavailable: {e}") from None
-        pols = make_role_policies(cfg, roles=("solver", proposer))
+            raise RunError(f"backend {b.kind!r} unavailable (pip install -e '.[hf]'): {e}") from None
+        extra = {}
+        if b.kind == "openai" and run_dir is not None and not (b.options or {}).get("adapter_dir"):
+            extra["adapter_dir"] = str(Path(run_dir).resolve() / "adapters")
+        try:
+            pols = make_role_policies(cfg, roles=("solver", proposer), **extra)
+        except (RoleConfigError, SmolLM2Unavailable) as e:
+            raise RunError(f"backend.options: {e}") from None
     if cfg.loss.kl_coef > 0:
         for p in {id(p): p for p in pols.values()}.values():
             if hasattr(p, "set_reference"):
@@ -164,7 +174,7 @@ def _execute(cfg: RunConfig, run_dir: Path, fresh: bool, quiet: bool) -> None:
     torch.set_num_threads(cfg.backend.threads)
     run_id = run_dir.resolve().name
     world = make_world(cfg)
-    policies = make_policies(cfg)
+    policies = make_policies(cfg, run_dir)
     led = Ledger(run_dir / "ledger.duckdb")
     pool = None
     try:
@@ -192,6 +202,9 @@ def _execute(cfg: RunConfig, run_dir: Path, fresh: bool, quiet: bool) -> None:
         if pool is not None:
             pool.close()
         led.close()
+        for p in {id(p): p for p in policies.values()}.values():
+            if hasattr(p, "close"):  # openai backend: HTTP client and request threads
+                p.close()
     try:
         from coevo.report.html import write_report
 
@@ -209,13 +222,23 @@ def _loop(cfg, run_dir, led, run_id, recipe, policies, todo, total, quiet) -> No
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[info]}"), disable=quiet, transient=False) as bar:
         task = bar.add_task("coevo", total=total, completed=total - len(todo), info="")
+        uniq = list({id(p): p for p in policies.values()}.values())
         for spec in todo:
             bar.update(task, description=f"round {spec.round} {spec.phase} {spec.phase_step + 1}")
-            with led.step(run_id, spec.step, spec.round, spec.phase, spec.phase_step) as w:
-                metrics = recipe.run_step(spec, w)
-                w.metrics = metrics
-                w.versions = (prop.version, policies["solver"].version)
-                _save_state(run_dir, spec.step, policies, recipe)
+            seen = [len(getattr(p, "errors", None) or []) for p in uniq]
+            try:
+                with led.step(run_id, spec.step, spec.round, spec.phase, spec.phase_step) as w:
+                    metrics = recipe.run_step(spec, w)
+                    errs = [e for p, n in zip(uniq, seen) for e in (getattr(p, "errors", None) or [])[n:]]
+                    if errs:  # inference-server failures of this step, with their reasons (openai backend)
+                        metrics["backend_errors"] = {"n": len(errs), "first": errs[:5]}
+                    w.metrics = metrics
+                    w.versions = (prop.version, policies["solver"].version)
+                    _save_state(run_dir, spec.step, policies, recipe)
+            except BackendError as e:
+                raise RunError(f"step {spec.step} (round {spec.round} {spec.phase}) failed: {e}. Nothing of this "
+                               f"step was written; the steps before it are saved: fix the cause, then "
+                               f"`coevo run --resume {run_dir}`") from None
             _prune_states(run_dir, spec.step)
             if spec.phase == "eval" and spec.round > 0:
                 ck = run_dir / "checkpoints" / f"round-{spec.round}"

@@ -38,6 +38,12 @@ class Completion:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+class BackendError(RuntimeError):
+    """A backend could not produce what was asked (e.g. every inference server failed).
+    The runner turns it into a one-line error; the step is not committed, so the run
+    resumes from the last completed step."""
+
+
 def full_text(c: "Completion") -> str:
     """What the reader of a completion sees: prefill + generated text + the stop string
     that ended it (``text`` alone is what the logprobs cover)."""

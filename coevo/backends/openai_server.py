@@ -34,10 +34,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Sequence
 
-from coevo.backends.base import Completion, LossConfig, SamplingParams
+from coevo.backends.base import BackendError, Completion, LossConfig, SamplingParams
 
 
-class ServerError(RuntimeError):
+class ServerError(BackendError):
     """A server request failed after every retry (message carries the reason)."""
 
 
@@ -96,6 +96,17 @@ class OpenAIPolicy:
 
     def save(self, path: str) -> None:
         self.trainer.save(path)
+
+    def state(self, with_optimizer: bool = True) -> dict:
+        """The trainer's full state (adapter weights, optimizer, counters) for run resume."""
+        return self.trainer.state(with_optimizer)
+
+    def load_state(self, st: dict) -> None:
+        self.trainer.load_state(st)
+        self.synced_version = None  # the servers hold another version: re-sync before sampling
+
+    def set_reference(self) -> None:
+        self.trainer.set_reference()
 
     def load(self, path: str) -> None:
         self.trainer.load(path)

@@ -18,6 +18,9 @@ config can pass ``model_dump()``):
       "seed": 0, "cache_dir": null,    # smollm2 conversion cache
       "servers": ["http://127.0.0.1:8000"], "endpoint": "completions",   # backend: openai
       "adapter_dir": "runs/x/adapters", "served_model": null,
+      "retries": 3, "backoff_s": 0.5, "timeout_s": 300.0,          # per request, then the next server
+      "on_error": "record",            # record: a request failing on every server becomes a completion
+                                       # with finish_reason "error" (ledgered); raise: the step fails
     }
 
 ``make_role_policies(run_config, roles=(...))`` also accepts the pydantic RunConfig
@@ -36,6 +39,7 @@ DEFAULTS: dict[str, Any] = {
     "gradient_checkpointing": False, "dtype": "auto", "device": "cpu", "chat_template": True,
     "system_prompt": None, "old_logprobs": "sampler", "seed": 0, "cache_dir": None,
     "servers": [], "endpoint": "completions", "adapter_dir": None, "served_model": None,
+    "retries": 3, "backoff_s": 0.5, "timeout_s": 300.0, "on_error": "record",
     "tiny": {"hidden": 64, "layers": 2, "heads": 4},
 }
 MODES = ("lora", "full", "shared")
@@ -142,6 +146,7 @@ def make_role_policies(cfg: Any = None, **overrides: Any) -> dict:
             key = id(p)
             wrapped[r] = next((w for w in wrapped.values() if id(w.trainer) == key), None) or OpenAIPolicy(
                 p, servers=list(c["servers"]), endpoint=str(c["endpoint"]), adapter_dir=c["adapter_dir"],
-                served_model=c["served_model"])
+                served_model=c["served_model"], retries=int(c["retries"]), backoff_s=float(c["backoff_s"]),
+                timeout_s=float(c["timeout_s"]), on_error=str(c["on_error"]))
         policies = wrapped
     return policies

@@ -71,7 +71,7 @@ class RZeroRecipe:
                 rid = f"{t.task_id}-{purpose}-{k}"
                 roll.append(self._rollout_row(spec, rid, t.task_id, "solver", purpose, k, c, a))
                 verd.append(self._verdict_row(spec, rid, t.task_id, "pseudo_label", 1 if vote.agree[k] else 0,
-                                              "" if a is not None else "no-answer"))
+                                              "" if a is not None else _no_answer_reason(c)))
                 if oracle_v is not None:
                     v = oracle_v[j]
                     verd.append(self._verdict_row(spec, rid, t.task_id, "oracle", v.value, v.reason, v.elapsed_s))
@@ -203,7 +203,8 @@ class RZeroRecipe:
             k = i % rz.solver_group
             rid = f"{t.task_id}-s{spec.step}-train-{k}"
             roll.append(self._rollout_row(spec, rid, t.task_id, "solver", "train", k, c, answers[i]))
-            verd.append(self._verdict_row(spec, rid, t.task_id, "pseudo_label", match[i].value, match[i].reason,
+            reason = _no_answer_reason(c) if c.finish_reason == "error" else match[i].reason
+            verd.append(self._verdict_row(spec, rid, t.task_id, "pseudo_label", match[i].value, reason,
                                           match[i].elapsed_s))
             if oracle is not None:
                 verd.append(self._verdict_row(spec, rid, t.task_id, "oracle", oracle[i].value, oracle[i].reason,
@@ -218,3 +219,10 @@ class RZeroRecipe:
                            "version_after": self.solver.version, "n_sequences": len(comps),
                            "metrics_json": dumps(metrics)}])
         return {"solver_reward_mean": float(rewards.mean()), "loss": metrics}
+
+
+def _no_answer_reason(c) -> str:
+    """Why a rollout has no answer: the backend failed to sample it, or the text has none."""
+    if c.finish_reason == "error":
+        return f"sampling-error: {str(c.meta.get('error', ''))[:300]}"
+    return "no-answer"

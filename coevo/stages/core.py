@@ -34,7 +34,10 @@ def propose(proposer: Policy, world: World, n_prompts: int, group: int, sampling
     props = []
     for g, comps in enumerate(outs):
         for k, c in enumerate(comps):
-            parsed = world.parse_task(full_text(c), f"{id_prefix}-{g}-{k}")
+            if c.finish_reason == "error":  # the backend failed to sample it (reason in meta)
+                parsed = ParseResult(None, f"sampling-error: {str(c.meta.get('error', ''))[:300]}")
+            else:
+                parsed = world.parse_task(full_text(c), f"{id_prefix}-{g}-{k}")
             props.append(Proposal(c, parsed, g))
     return props
 

@@ -1,0 +1,107 @@
+"""`coevo run` with the openai backend against real HTTP servers on 127.0.0.1 that fail
+mid-round: the round completes with the failures recorded, or (on_error=raise) the run
+stops with one line, nothing of the failing step is written, and --resume finishes it."""
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("transformers")
+pytest.importorskip("peft")
+pytest.importorskip("httpx")
+
+from coevo.backends.roles import load_base  # noqa: E402
+from coevo.config import load_config  # noqa: E402
+from coevo.ledger.store import Ledger  # noqa: E402
+from coevo.recipes.rzero import RZeroRecipe  # noqa: E402
+from coevo.runner import RunError, resume_run, run_from_config  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("serve_hf", ROOT / "scripts" / "serve_hf.py")
+serve_hf = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(serve_hf)
+
+
+@pytest.fixture(scope="module")
+def servers():
+    out = []
+    for _ in range(2):
+        model, tok = load_base({"model": "tiny-llama", "seed": 0})
+        out.append(serve_hf.start_server(model, tok, served_name="tiny-llama", allow_fault_injection=True))
+    yield out
+    for srv, _, _ in out:
+        srv.shutdown()
+
+
+def _cfg(servers, on_error: str):
+    urls = json.dumps([u for _, _, u in servers])
+    return load_config("cpu", None, [
+        "world.name=math", "world.prompt_style=fewshot", "world.answer_extraction=lenient",
+        "backend.kind=openai", "backend.roles=lora", "backend.options.model=tiny-llama",
+        f"backend.options.servers={urls}", "backend.options.retries=0", "backend.options.backoff_s=0.01",
+        f"backend.options.on_error={on_error}", "backend.options.lora={r: 4, alpha: 8}",
+        "rzero.rounds=1", "rzero.challenger_steps=1", "rzero.solver_steps=1", "rzero.challenger_prompts=2",
+        "rzero.challenger_group=2", "rzero.m=2", "rzero.n_candidates=2", "rzero.solver_prompts=1",
+        "rzero.solver_group=2", "sampling.max_new_tokens=6", "verify.workers=0"])
+
+
+def _fail_during(monkeypatch, servers, phase: str):
+    """Every request to every server fails (HTTP 500) while ``phase`` runs."""
+    orig = getattr(RZeroRecipe, f"_{phase}")
+
+    def wrapped(self, spec, w):
+        for _, st, _ in servers:
+            st.fail_next = 10 ** 6
+        try:
+            return orig(self, spec, w)
+        finally:
+            for _, st, _ in servers:
+                st.fail_next = 0
+
+    monkeypatch.setattr(RZeroRecipe, f"_{phase}", wrapped)
+
+
+def _counts(run_dir: Path) -> dict:
+    led = Ledger(run_dir / "ledger.duckdb")
+    try:
+        return {t: led.count(t) for t in ("steps", "tasks", "rollouts", "evals", "updates")}
+    finally:
+        led.close()
+
+
+def test_servers_down_mid_round_are_recorded(servers, tmp_path, monkeypatch):
+    _fail_during(monkeypatch, servers, "dataset")
+    run_dir = run_from_config(_cfg(servers, "record"), tmp_path / "run", quiet=True)
+    led = Ledger(run_dir / "ledger.duckdb")
+    try:
+        steps = {r["phase"]: json.loads(r["metrics_json"]) for r in
+                 led.query("SELECT phase, metrics_json FROM steps ORDER BY step")}
+        assert led.count("steps") == 5  # eval, challenger, dataset, solver, eval: the round completed
+        be = steps["dataset"]["backend_errors"]
+        assert be["n"] >= 2 and "HTTP 500" in be["first"][0]["reason"]
+        cands = led.query("SELECT parse_ok, parse_reason FROM tasks WHERE source = 'candidate'")
+        assert len(cands) == 2 and all(not r["parse_ok"] for r in cands)
+        assert all(r["parse_reason"].startswith("sampling-error") and "injected fault" in r["parse_reason"]
+                   for r in cands)
+        assert "skipped" in steps["solver"]  # no candidate: the Solver step says why it did nothing
+        assert "backend_errors" not in steps["challenger"]
+    finally:
+        led.close()
+    assert (run_dir / "adapters").is_dir()  # LoRA adapters synced to the servers live in the run directory
+    assert (run_dir / "summary.json").is_file()
+
+
+def test_on_error_raise_fails_cleanly_and_resumes(servers, tmp_path, monkeypatch):
+    _fail_during(monkeypatch, servers, "challenger")
+    with pytest.raises(RunError, match=r"step 1 \(round 1 challenger\) failed: .*HTTP 500.*--resume"):
+        run_from_config(_cfg(servers, "raise"), tmp_path / "run", quiet=True)
+    run_dir = tmp_path / "run"
+    after_fail = _counts(run_dir)
+    assert after_fail["steps"] == 1 and after_fail["tasks"] == 0 and after_fail["updates"] == 0  # only step 0
+    n_eval = after_fail["evals"]
+    monkeypatch.undo()  # the servers are back
+    resume_run(run_dir, quiet=True)
+    done = _counts(run_dir)
+    assert done["steps"] == 5 and done["evals"] == 2 * n_eval and done["updates"] >= 1
+    assert (run_dir / "summary.json").is_file()
