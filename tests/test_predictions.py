@@ -107,7 +107,8 @@ def test_p5_needs_confirm_groups_in_both_arms(tmp_path):
 def _log_budget(run_dir: Path, per_step: list[int]) -> None:
     led = Ledger(run_dir / "ledger.duckdb")
     led.append("steps", [{"run_id": run_dir.name, "step": s, "round": 1, "phase": "train", "phase_step": s,
-                          "seconds": 0.0, "metrics_json": json.dumps({"rollouts": {"train_total": n}})}
+                          "seconds": 0.0, "metrics_json": json.dumps({"rollouts": {"screen": n - 20, "confirm_train": 20,
+                                                                       "consensus": 999, "train_total": n + 999}})}
                          for s, n in enumerate(per_step, 1)])
     led.close()
 
@@ -120,7 +121,7 @@ def test_p5_needs_matched_budgets(three_runs):
     _log_budget(f0, [150, 150])  # 300 vs 200 per run
     P = {p["id"]: p for p in audit_runs(three_runs, predictions=True)["predictions"]}
     assert P["P5"]["status"] == "not evaluable"
-    assert "300 training rollouts per full-arm run vs 200" in P["P5"]["reason"] and "+33.3 pt" in P["P5"]["reason"]
+    assert "300 screen + confirm rollouts per full-arm run vs 200" in P["P5"]["reason"] and "+33.3 pt" in P["P5"]["reason"]
 
 
 def test_p5_matched_budgets_are_reported(three_runs):

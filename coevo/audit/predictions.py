@@ -279,7 +279,7 @@ def _p5(datas, audits) -> dict:
     if bud["baseline"] and bud["full"]:
         ratio = bud["full"] / bud["baseline"]
         if not (1 - BUDGET_TOL <= ratio <= 1 + BUDGET_TOL):
-            return _na("P5", f"rollout budgets differ: {bud['full']:.0f} training rollouts per full-arm run vs "
+            return _na("P5", f"rollout budgets differ: {bud['full']:.0f} screen + confirm rollouts per full-arm run vs "
                        f"{bud['baseline']:.0f} per baseline run (ratio {ratio:.2f}, tolerance ±{BUDGET_TOL:.0%}); "
                        f"P5 compares budget-matched arms (rgbc.arm=synco with rgbc.budget=matched). "
                        f"As logged, the gain would be {100 * gain:+.1f} pt")
@@ -292,12 +292,13 @@ def _p5(datas, audits) -> dict:
                 interval="Wald with per-arm batch-bootstrap SEs over (run, step)",
                 train_rollouts_per_run=bud,
                 note=(f"budgets matched within ±{BUDGET_TOL:.0%}" if matched else
-                      "rollout budgets not logged (no train_total step metric): compared as logged"))
+                      "rollout budgets not logged (no screen/confirm rollout counts): compared as logged"))
 
 
 def _train_budget(run_dirs: Sequence[str]) -> Optional[float]:
-    """Mean training rollouts per run (screen + confirm + consensus, the recipe's train_total
-    step metric); None if a run did not log it."""
+    """Mean Reasoner rollouts that reach a reward per run: screen + confirm (seed 000 matches
+    budgets on the second group's overhead; the consensus check is a validation cost and is
+    left out); None if a run did not log them."""
     totals = []
     for rd in run_dirs:
         led = _open(Path(rd))
@@ -306,9 +307,9 @@ def _train_budget(run_dirs: Sequence[str]) -> Optional[float]:
                   if m["phase"] == "train"]
         finally:
             led.close()
-        if not ms or any(not isinstance(r, dict) or "train_total" not in r for r in ms):
+        if not ms or any(not isinstance(r, dict) or "screen" not in r for r in ms):
             return None
-        totals.append(sum(r["train_total"] for r in ms))
+        totals.append(sum(r["screen"] + r.get("confirm_train", 0) for r in ms))
     return float(np.mean(totals)) if totals else None
 
 
