@@ -64,3 +64,25 @@ def test_verdict_cache_in_the_ledger_replays_across_reopen(tmp_path):
     other = cache.get_or_compute_many("llm_judge", "j2", "judge-v1", items[:1], judge_many)
     assert len(calls) == 4 and other[0].value == 1  # another judge version is another key
     led.close()
+
+
+def test_older_ledger_gains_new_columns(tmp_path):
+    """A ledger written before a column existed opens, gets the column (NULL in old rows)
+    and takes new rows by name."""
+    import duckdb
+
+    from coevo.ledger.schema import TABLES
+    from coevo.ledger.store import Ledger
+
+    path = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(path))
+    old_cols = [c for c in TABLES["rollouts"] if c[0] != "sampler_json"]
+    con.execute(f"CREATE TABLE rollouts ({', '.join(f'{c} {t}' for c, t in old_cols)})")
+    con.execute("INSERT INTO rollouts (run_id, rollout_id, text) VALUES ('r', 'a', 'old')")
+    con.close()
+    led = Ledger(path)
+    led.append("rollouts", [{"run_id": "r", "rollout_id": "b", "text": "new", "sampler_json": '{"server": "s"}'}])
+    rows = led.query("SELECT rollout_id, text, sampler_json FROM rollouts ORDER BY rollout_id")
+    led.close()
+    assert rows == [{"rollout_id": "a", "text": "old", "sampler_json": None},
+                    {"rollout_id": "b", "text": "new", "sampler_json": '{"server": "s"}'}]

@@ -1,5 +1,6 @@
 """OpenAI-compatible backend against real HTTP servers on 127.0.0.1 (scripts/serve_hf.py)."""
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -8,7 +9,7 @@ pytest.importorskip("transformers")
 pytest.importorskip("peft")
 httpx = pytest.importorskip("httpx")
 
-from coevo.backends.base import LossConfig, Policy, SamplingParams  # noqa: E402
+from coevo.backends.base import LossConfig, Policy, SamplingParams, sampler_info  # noqa: E402
 from coevo.backends.openai_server import OpenAIPolicy, ServerError  # noqa: E402
 from coevo.backends.roles import load_base, make_role_policies  # noqa: E402
 
@@ -54,6 +55,8 @@ def test_sampling_logprobs_and_ledger_fields(policies, servers):
             assert len(c.token_ids) == len(c.logprobs) > 0
             assert c.meta["served_model"] == "solver-v0" and c.meta["server"] in [u for _, _, u in servers]
             assert c.policy_version == "solver:tiny-llama+0"
+            info = json.loads(sampler_info(c))  # what the ledger's rollouts.sampler_json holds
+            assert info["served_model"] == "solver-v0" and info["server"] == c.meta["server"]
     # the server's logprobs are the trainer's: the adapter was synced before the first request
     batch = [c for g in out for c in g]
     m = so.trainer.forward_backward(batch, [0.0] * len(batch), LossConfig())

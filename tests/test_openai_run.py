@@ -86,6 +86,15 @@ def test_servers_down_mid_round_are_recorded(servers, tmp_path, monkeypatch):
                    for r in cands)
         assert "skipped" in steps["solver"]  # no candidate: the Solver step says why it did nothing
         assert "backend_errors" not in steps["challenger"]
+        # every served sample names its server and the adapter version that produced it
+        # (a random tiny model writes no parsable question, so only proposals reach the ledger here)
+        urls = {u for _, _, u in servers}
+        ch = [json.loads(r["meta_json"])["sampler"] for r in
+              led.query("SELECT meta_json FROM tasks WHERE source = 'challenger'")]
+        assert len(ch) == 4 and all(s["server"] in urls and s["served_model"] == "challenger-v0" for s in ch)
+        failed = [json.loads(r["meta_json"])["sampler"] for r in
+                  led.query("SELECT meta_json FROM tasks WHERE source = 'candidate'")]
+        assert all("injected fault" in s["error"] and s["attempts"] == 1 for s in failed)
     finally:
         led.close()
     assert (run_dir / "adapters").is_dir()  # LoRA adapters synced to the servers live in the run directory

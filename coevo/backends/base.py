@@ -50,6 +50,18 @@ def full_text(c: "Completion") -> str:
     return f"{c.meta.get('response_prefix', '')}{c.text}{c.meta.get('stop') or ''}"
 
 
+SAMPLER_KEYS = ("served_model", "server", "endpoint", "system_fingerprint", "attempts", "retried_after", "error")
+
+
+def sampler_info(c: "Completion") -> str | None:
+    """JSON of who served a completion (model/adapter name, server, retries, error), for the
+    ledger; None for in-process backends, which record nothing beyond ``policy_version``."""
+    import json
+
+    info = {k: c.meta[k] for k in SAMPLER_KEYS if c.meta.get(k) is not None}
+    return json.dumps(info, sort_keys=True, default=str) if info else None
+
+
 @dataclass
 class LossConfig:
     """How a batch of completions and advantages becomes a loss (see coevo.rl.grpo)."""

@@ -39,6 +39,10 @@ class Ledger:
             for name, cols in TABLES.items():
                 coldefs = ", ".join(f"{c} {t}" for c, t in cols)
                 self.con.execute(f"CREATE TABLE IF NOT EXISTS {name} ({coldefs})")
+                have = {r[0] for r in self.con.execute(f"DESCRIBE {name}").fetchall()}
+                for c, t in cols:  # a ledger written by an older coevo: add the new columns (NULL there)
+                    if c not in have:
+                        self.con.execute(f"ALTER TABLE {name} ADD COLUMN {c} {t}")
 
     # ------------------------------------------------------------------ writes
     def append(self, table: str, rows: Iterable[dict[str, Any]]) -> int:
@@ -52,7 +56,8 @@ class Ledger:
             if t == "VARCHAR":
                 data[c] = [v if v is None or isinstance(v, str) else json.dumps(v, default=float) for v in data[c]]
         tbl = pa.Table.from_pydict(data, schema=schema)  # noqa: F841 (used by SQL below)
-        self.con.execute(f"INSERT INTO {table} SELECT * FROM tbl")
+        names = ", ".join(c for c, _ in cols)
+        self.con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM tbl")
         return len(rows)
 
     @contextmanager

@@ -29,7 +29,7 @@ import torch
 
 from coevo.audit.instruments import bearing_rate, kappa_bar, lag_bar, nu_bar
 from coevo.audit.nullmodel import bearing_probability
-from coevo.backends.base import full_text
+from coevo.backends.base import full_text, sampler_info
 from coevo.config import RunConfig
 from coevo.ledger.store import StepWriter
 from coevo.recipes.base import StepSpec, dumps, evaluate_solver, loss_config, round_plan, sampling_params
@@ -153,7 +153,8 @@ class RGBCRecipe:
                 roll.append({"run_id": self.run_id, "rollout_id": rid, "task_id": t.task_id, "round": spec.round,
                              "step": spec.step, "role": "solver", "purpose": purpose, "group_idx": k + offset,
                              "policy_version": c.policy_version, "text": c.text, "answer": a,
-                             "n_tokens": len(c.token_ids), "finish_reason": c.finish_reason})
+                             "n_tokens": len(c.token_ids), "finish_reason": c.finish_reason,
+                             "sampler_json": sampler_info(c)})
                 verd.append(self._verdict(spec, rid, t.task_id, "reference", rv[k]))
                 if ov is not None:
                     verd.append(self._verdict(spec, rid, t.task_id, "oracle", ov[k]))

@@ -7,12 +7,13 @@ steps (reward = answer matches the pseudo-label), then a held-out evaluation.
 """
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
 import numpy as np
 
-from coevo.backends.base import full_text
+from coevo.backends.base import full_text, sampler_info
 from coevo.config import RunConfig
 from coevo.ledger.store import StepWriter
 from coevo.recipes.base import StepSpec, dumps, evaluate_solver, loss_config, round_plan, sampling_params
@@ -83,7 +84,8 @@ class RZeroRecipe:
     def _rollout_row(self, spec, rid, task_id, role, purpose, k, c, answer) -> dict:
         return {"run_id": self.run_id, "rollout_id": rid, "task_id": task_id, "round": spec.round, "step": spec.step,
                 "role": role, "purpose": purpose, "group_idx": k, "policy_version": c.policy_version,
-                "text": c.text, "answer": answer, "n_tokens": len(c.token_ids), "finish_reason": c.finish_reason}
+                "text": c.text, "answer": answer, "n_tokens": len(c.token_ids), "finish_reason": c.finish_reason,
+                "sampler_json": sampler_info(c)}
 
     def _verdict_row(self, spec, rid, task_id, target, value, reason, elapsed_s: float = 0.0) -> dict:
         return {"run_id": self.run_id, "rollout_id": rid, "task_id": task_id, "step": spec.step, "target": target,
@@ -147,6 +149,11 @@ class RZeroRecipe:
                "reference": t.reference if t else None,
                "oracle_answer": self.world.oracle(t) if (t is not None and self.world.has_oracle) else None}
         row.update(extra)
+        sampler = sampler_info(p.completion)
+        if sampler is not None:  # served by an inference server: which one, which adapter
+            meta = json.loads(row.get("meta_json") or "{}")
+            meta["sampler"] = json.loads(sampler)
+            row["meta_json"] = dumps(meta)
         return row
 
     def _dataset(self, spec: StepSpec, w: StepWriter) -> dict:
