@@ -76,15 +76,20 @@ def convert(cache_dir: str | Path | None = None, force: bool = False) -> dict:
     if missing or unexpected:
         raise RuntimeError(f"SmolLM2 conversion: missing={missing[:5]} unexpected={unexpected[:5]}")
     plain.tie_weights()
-    tmp = d.with_name(d.name + ".tmp")
-    tmp.mkdir(parents=True, exist_ok=True)
+    import shutil
+
+    tmp = d.with_name(f"{d.name}.tmp-{os.getpid()}")  # per process: two converters never share a directory
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
     plain.save_pretrained(str(tmp))
     tok.save_pretrained(str(tmp))
     seconds = time.time() - t0
     (tmp / "coevo_source.json").write_text(json.dumps({"gguf": str(gguf), "seconds": seconds}, indent=2))
+    if is_converted(d) and not force:  # another process finished first: keep its copy
+        shutil.rmtree(tmp)
+        return {"cache_dir": str(d), "converted": False, "seconds": seconds}
     if d.exists():
-        import shutil
-
         shutil.rmtree(d)
     tmp.replace(d)
     return {"cache_dir": str(d), "converted": True, "seconds": seconds}
