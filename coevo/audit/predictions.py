@@ -274,7 +274,7 @@ def _p5(datas, audits) -> dict:
         return _na("P5", f"the {which} arm has mixed screen groups without a confirm group, so its replicated "
                    "productive rate (both groups mixed) is not measured")
     gain = ef.value - eb.value
-    bud = {role: _train_budget([a["run_dir"] for a in audits if roles[a["run_dir"]] == role])
+    bud = {role: _mean_budget([d["reward_rollouts"] for d, a in zip(datas, audits) if roles[a["run_dir"]] == role])
            for role in ("baseline", "full")}
     if bud["baseline"] and bud["full"]:
         ratio = bud["full"] / bud["baseline"]
@@ -295,22 +295,11 @@ def _p5(datas, audits) -> dict:
                       "rollout budgets not logged (no screen/confirm rollout counts): compared as logged"))
 
 
-def _train_budget(run_dirs: Sequence[str]) -> Optional[float]:
-    """Mean Reasoner rollouts that reach a reward per run: screen + confirm (seed 000 matches
-    budgets on the second group's overhead; the consensus check is a validation cost and is
-    left out); None if a run did not log them."""
-    totals = []
-    for rd in run_dirs:
-        led = _open(Path(rd))
-        try:
-            ms = [m["metrics"].get("rollouts") for m in views.step_metrics(led, views.run_info(led)["run_id"])
-                  if m["phase"] == "train"]
-        finally:
-            led.close()
-        if not ms or any(not isinstance(r, dict) or "screen" not in r for r in ms):
-            return None
-        totals.append(sum(r["screen"] + r.get("confirm_train", 0) for r in ms))
-    return float(np.mean(totals)) if totals else None
+def _mean_budget(per_run: List[Optional[int]]) -> Optional[float]:
+    """Mean screen + confirm rollouts per run of one arm; None if any run did not log them."""
+    if not per_run or any(b is None for b in per_run):
+        return None
+    return float(np.mean(per_run))
 
 
 def _p6(datas, audits) -> dict:

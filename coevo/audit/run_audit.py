@@ -118,7 +118,18 @@ def collect(led: Ledger, run_id: str) -> dict:
     rounds = d["rounds"]
     d["eval_final"] = views.eval_accuracy(led, run_id, rounds[-1]) if rounds else None
     d["eval_n"] = sum(views.eval_counts(led, run_id, rounds[-1]).values()) if rounds else 0
+    d["reward_rollouts"] = _reward_rollouts(views.step_metrics(led, run_id))
     return d
+
+
+def _reward_rollouts(steps: List[dict]) -> Optional[int]:
+    """Reasoner rollouts that reach a reward over the run: screen + confirm (the budget seed
+    000 matches arms on; consensus rollouts are a validation cost and left out). None when
+    the recipe does not log them (R-Zero)."""
+    ms = [m["metrics"].get("rollouts") for m in steps if m["phase"] == "train"]
+    if not ms or any(not isinstance(r, dict) or "screen" not in r for r in ms):
+        return None
+    return int(sum(r["screen"] + r.get("confirm_train", 0) for r in ms))
 
 
 # ---------------------------------------------------------------------- instruments on one run
