@@ -1,6 +1,5 @@
 """OpenAI-compatible backend against real HTTP servers on 127.0.0.1 (scripts/serve_hf.py)."""
 import importlib.util
-import json
 from pathlib import Path
 
 import pytest
@@ -55,7 +54,7 @@ def test_sampling_logprobs_and_ledger_fields(policies, servers):
             assert len(c.token_ids) == len(c.logprobs) > 0
             assert c.meta["served_model"] == "solver-v0" and c.meta["server"] in [u for _, _, u in servers]
             assert c.policy_version == "solver:tiny-llama+0"
-            info = json.loads(sampler_info(c))  # what the ledger's rollouts.sampler_json holds
+            info = sampler_info(c)  # what the ledger's rollouts.sampler_json holds (as JSON)
             assert info["served_model"] == "solver-v0" and info["server"] == c.meta["server"]
     # the server's logprobs are the trainer's: the adapter was synced before the first request
     batch = [c for g in out for c in g]

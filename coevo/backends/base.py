@@ -53,13 +53,12 @@ def full_text(c: "Completion") -> str:
 SAMPLER_KEYS = ("served_model", "server", "endpoint", "system_fingerprint", "attempts", "retried_after", "error")
 
 
-def sampler_info(c: "Completion") -> str | None:
-    """JSON of who served a completion (model/adapter name, server, retries, error), for the
-    ledger; None for in-process backends, which record nothing beyond ``policy_version``."""
-    import json
-
+def sampler_info(c: "Completion") -> dict[str, Any] | None:
+    """Who served a completion (model/adapter name, server, retries, error), for the ledger
+    (which stores it as JSON); None for in-process backends, which record nothing beyond
+    ``policy_version``."""
     info = {k: c.meta[k] for k in SAMPLER_KEYS if c.meta.get(k) is not None}
-    return json.dumps(info, sort_keys=True, default=str) if info else None
+    return info or None
 
 
 @dataclass

@@ -152,7 +152,7 @@ class RZeroRecipe:
         sampler = sampler_info(p.completion)
         if sampler is not None:  # served by an inference server: which one, which adapter
             meta = json.loads(row.get("meta_json") or "{}")
-            meta["sampler"] = json.loads(sampler)
+            meta["sampler"] = sampler
             row["meta_json"] = dumps(meta)
         return row
 
