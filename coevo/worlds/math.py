@@ -23,7 +23,9 @@
   worked example in the prompt, *prefills* the Challenger's answer with ``<question>``
   and stops it at ``</question>`` (``response_format``), and gives the Solver a one-shot
   "Problem / Solution ... The answer is \\boxed{}" pattern, stopped at the next
-  ``Problem:``.  The parsed formats are unchanged: a question still needs its closing tag.
+  ``Problem:``.  A fewshot question ends at the first of ``FEWSHOT_QUESTION_ENDS`` (the
+  closing tag, a blank line, an answer marker; a sample cut by length has none and is a
+  format failure) and must contain a question mark.
 * ``answer_extraction``: ``boxed`` (default, R-Zero) or ``lenient`` -- the last
   ``\\boxed{}``, else the number after the last "answer is" / "answer:".  Lenient
   extraction changes what counts as an answer; the run records the choice in
