@@ -191,10 +191,17 @@ def eval_cmd(
         fail(f"eval file not found: {path}")
     if world not in ("math", "arithmetic"):
         fail(f"--world must be math or arithmetic, got {world!r}")
-    if prompt_style not in ("rzero", "fewshot"):
-        fail(f"--prompt-style must be rzero or fewshot, got {prompt_style!r}")
-    if answer_extraction not in ("boxed", "lenient"):
-        fail(f"--answer-extraction must be boxed or lenient, got {answer_extraction!r}")
+    if world == "math":  # built before the model: a bad option fails fast, and MathWorld says why
+        from coevo.worlds.math import MathWorld
+
+        try:
+            w = MathWorld(prompt_style=prompt_style, answer_extraction=answer_extraction)
+        except ValueError as e:
+            fail(str(e))
+    else:
+        from coevo.worlds.arithmetic import ArithmeticWorld
+
+        w = ArithmeticWorld()
     try:
         from coevo.backends.roles import RoleConfigError, make_role_policies
     except ImportError as e:
@@ -208,14 +215,6 @@ def eval_cmd(
             if not checkpoint.is_file():
                 raise EvalError(f"checkpoint not found: {checkpoint}")
             pol.load(str(checkpoint))
-        if world == "math":
-            from coevo.worlds.math import MathWorld
-
-            w = MathWorld(prompt_style=prompt_style, answer_extraction=answer_extraction)
-        else:
-            from coevo.worlds.arithmetic import ArithmeticWorld
-
-            w = ArithmeticWorld()
         res = evaluate_jsonl(pol, w, path, k=k, greedy=greedy, temperature=temperature, top_p=top_p,
                              max_new_tokens=max_new_tokens, limit=limit)
     except (EvalError, RoleConfigError, UserError) as e:

@@ -56,6 +56,11 @@ def _tiny(role: str, ckpt: str | None, lr: float, seed: int, grad_clip: float):
     return pol
 
 
+def distinct_policies(policies: dict) -> list:
+    """Each policy object once (roles may share one: ``backend.roles=shared``)."""
+    return list({id(p): p for p in policies.values()}.values())
+
+
 def make_policies(cfg: RunConfig, run_dir: Path | None = None) -> dict:
     """``run_dir``: where the openai backend writes the LoRA adapters it syncs to the
     servers (``<run_dir>/adapters`` unless ``backend.options.adapter_dir`` says otherwise)."""
@@ -86,7 +91,7 @@ def make_policies(cfg: RunConfig, run_dir: Path | None = None) -> dict:
         except (RoleConfigError, SmolLM2Unavailable) as e:
             raise RunError(f"backend.options: {e}") from None
     if cfg.loss.kl_coef > 0:
-        for p in {id(p): p for p in pols.values()}.values():
+        for p in distinct_policies(pols):
             if hasattr(p, "set_reference"):
                 p.set_reference()
     return pols
@@ -202,7 +207,7 @@ def _execute(cfg: RunConfig, run_dir: Path, fresh: bool, quiet: bool) -> None:
         if pool is not None:
             pool.close()
         led.close()
-        for p in {id(p): p for p in policies.values()}.values():
+        for p in distinct_policies(policies):
             if hasattr(p, "close"):  # openai backend: HTTP client and request threads
                 p.close()
     try:
@@ -222,7 +227,7 @@ def _loop(cfg, run_dir, led, run_id, recipe, policies, todo, total, quiet) -> No
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[info]}"), disable=quiet, transient=False) as bar:
         task = bar.add_task("coevo", total=total, completed=total - len(todo), info="")
-        uniq = list({id(p): p for p in policies.values()}.values())
+        uniq = distinct_policies(policies)
         for spec in todo:
             bar.update(task, description=f"round {spec.round} {spec.phase} {spec.phase_step + 1}")
             seen = [len(getattr(p, "errors", None) or []) for p in uniq]
