@@ -54,6 +54,11 @@ class LossSection(Strict):
     aggregation: Literal["grpo", "dr_grpo", "dapo", "bnpo"] = "grpo"
     kl_coef: float = Field(0.0, ge=0)
     advantage_scale: Literal["group", "batch", "none"] = "group"
+    max_completion_length: Optional[int] = Field(
+        None, ge=1, description="dr_grpo: the fixed normaliser L in sum / (B * L) (Dr. GRPO, TRL "
+                                "max_completion_length); None = sampling.max_new_tokens")
+    kl_bias_correction: bool = Field(
+        False, description="multiply the KL term by the importance ratio (TRL use_bias_correction_kl)")
 
 
 class BackendConfig(Strict):
@@ -98,6 +103,10 @@ class EvalConfig(Strict):
 class VerifyConfig(Strict):
     workers: int = Field(2, ge=0, description="verifier pool processes (0 = in-process)")
     timeout_s: float = Field(5.0, gt=0)
+    kind: Optional[str] = Field(None, description="verifier kind of answer checks (coevo.verify KINDS); "
+                                                  "None = the world's default")
+    options: dict[str, Any] = Field(default_factory=dict, description="options of that verifier kind")
+    cache: bool = Field(True, description="cache verdicts in the run's ledger (verdict_cache table)")
 
 
 class SynCoConfig(Strict):

@@ -35,7 +35,8 @@ def round_plan(rounds: int, phases: Sequence[tuple[str, int]]) -> list[StepSpec]
 def loss_config(cfg: RunConfig) -> LossConfig:
     l = cfg.loss
     return LossConfig(clip_eps=l.clip_eps, clip_eps_high=l.clip_eps_high, aggregation=l.aggregation,
-                      kl_coef=l.kl_coef)
+                      kl_coef=l.kl_coef, max_len=l.max_completion_length or cfg.sampling.max_new_tokens,
+                      kl_bias_correction=l.kl_bias_correction)
 
 
 def sampling_params(cfg: RunConfig, max_new_tokens: int | None = None) -> SamplingParams:
