@@ -1,0 +1,92 @@
+"""The recipe registry: what a recipe declares, and how the runner, config, CLI and report
+find it without naming it.
+
+A recipe module defines ``RECIPES = {name: RecipeInfo(...)}`` (one module may serve several
+recipe names: ``coevo.recipes.rgbc`` serves ``synco`` and ``rgbc``).  ``recipe`` in a run
+config is either a built-in name (``BUILTIN``) or the import path of a module outside coevo
+(``mypkg.my_recipe`` or ``mypkg.my_recipe:name``): adding a recipe is one module plus one
+preset file that names it.  This module imports no recipe until one is asked for.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+BUILTIN = {"rzero": "coevo.recipes.rzero", "synco": "coevo.recipes.rgbc", "rgbc": "coevo.recipes.rgbc"}
+
+
+class RecipeNotFound(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class RoleSpec:
+    """A role the recipe needs.  ``trainable``: updated by GRPO (else frozen: sampled only).
+    ``asset``: the tiny backend's shipped checkpoint for it (``coevo/assets/<asset>.pt``) when
+    ``backend.checkpoints`` names none; ``seed_offset``: added to the run seed for its sampler.
+    ``lr``: which learning-rate field of the backend section it uses by default."""
+
+    name: str
+    trainable: bool = True
+    asset: str | None = None
+    seed_offset: int = 0
+    lr: str = "lr_solver"
+
+
+@dataclass(frozen=True)
+class RecipeInfo:
+    name: str
+    factory: str  # "module:Class"; called as Class(cfg, world, policies, run_id, verifier)
+    roles: tuple[RoleSpec, ...]
+    sections: dict[str, Any] = field(default_factory=dict)  # config section name -> pydantic model class
+    worlds: tuple[str, ...] = ()  # world names it supports (empty = any)
+    summary_columns: tuple[str, ...] = ()  # per-round keys of summary.json shown in the round table
+    report_sections: tuple[str, ...] = ()  # "module:function", each (ledger, run_id) -> HTML fragment
+    description: str = ""
+
+    @property
+    def role_names(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.roles)
+
+
+def resolve(ref: str) -> Any:
+    """``"package.module:attr"`` -> the attribute (a clear error when it is missing)."""
+    mod, _, attr = ref.partition(":")
+    try:
+        m = importlib.import_module(mod)
+    except ImportError as e:
+        raise RecipeNotFound(f"cannot import {mod!r}: {e}") from None
+    if not attr:
+        return m
+    try:
+        return getattr(m, attr)
+    except AttributeError:
+        raise RecipeNotFound(f"{mod!r} has no {attr!r}") from None
+
+
+def get_recipe(name: str) -> RecipeInfo:
+    """The RecipeInfo of a built-in name or of ``module[:name]``."""
+    if name in BUILTIN:
+        mod, key = BUILTIN[name], name
+    else:
+        mod, _, key = name.partition(":")
+        if "." not in mod:
+            raise RecipeNotFound(f"unknown recipe {name!r}; built-in: {', '.join(sorted(BUILTIN))} "
+                                 f"(or the import path of a module that defines RECIPES)")
+    m = resolve(mod)
+    recipes = getattr(m, "RECIPES", None)
+    if not isinstance(recipes, dict) or not recipes:
+        raise RecipeNotFound(f"module {mod!r} defines no RECIPES dict")
+    if not key:
+        if len(recipes) != 1:
+            raise RecipeNotFound(f"module {mod!r} defines several recipes ({', '.join(recipes)}): name one, "
+                                 f"{mod}:<name>")
+        key = next(iter(recipes))
+    if key not in recipes:
+        raise RecipeNotFound(f"module {mod!r} defines no recipe {key!r} (has: {', '.join(recipes)})")
+    return recipes[key]
+
+
+def report_section_functions(info: RecipeInfo) -> list[Callable]:
+    return [resolve(ref) for ref in info.report_sections]
