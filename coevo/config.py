@@ -23,7 +23,8 @@ class Strict(BaseModel):
 
 
 class WorldConfig(Strict):
-    name: Literal["arithmetic", "math"] = "arithmetic"
+    name: str = Field("arithmetic", description="a built-in world (coevo.worlds.WORLDS) or 'module:Class'")
+    options: dict[str, Any] = Field(default_factory=dict, description="options of a world outside coevo")
     eval_per_level: int = Field(500, ge=1, description="held-out eval tasks per difficulty level (L1 has only 200 distinct)")
     eval_seed: int = 12345
     frontier_band: Union[Literal["auto"], list[str]] = Field(
@@ -66,6 +67,10 @@ class BackendConfig(Strict):
     roles: Literal["separate", "shared", "lora"] = Field(
         "separate", description="separate = two policies; shared = one policy for both roles (R-Zero 'Single'); "
                                 "lora = two adapters on one base (hf)")
+    checkpoints: dict[str, str] = Field(default_factory=dict, description="tiny: role -> checkpoint path; a role "
+                                        "not named uses the legacy *_checkpoint field or its shipped asset")
+    lr: dict[str, float] = Field(default_factory=dict, description="role -> learning rate (overrides the role's "
+                                                                   "default field, lr_solver or lr_challenger)")
     solver_checkpoint: Optional[str] = Field(None, description="tiny: path; None = shipped pretrained asset")
     challenger_checkpoint: Optional[str] = None
     synthesizer_checkpoint: Optional[str] = None
@@ -74,25 +79,6 @@ class BackendConfig(Strict):
     grad_clip: float = Field(1.0, gt=0)
     threads: int = Field(2, ge=1, description="torch CPU threads")
     options: dict[str, Any] = Field(default_factory=dict, description="backend-specific (hf model id, urls, ...)")
-
-
-class RZeroConfig(Strict):
-    rounds: int = Field(3, ge=1)
-    challenger_steps: int = Field(5, ge=0)
-    solver_steps: int = Field(15, ge=0)
-    challenger_prompts: int = Field(64, ge=1, description="prompts per Challenger step")
-    challenger_group: int = Field(4, ge=1, description="Challenger rollouts per prompt (GRPO group)")
-    m: int = Field(10, ge=1, description="solver answers per question for p_hat / majority vote")
-    uncertainty_variant: Literal["paper", "reference"] = "paper"
-    rep_lambda: float = Field(1.0, ge=0)
-    rep_threshold: float = Field(0.5, gt=0, le=1)
-    rep_linkage: Literal["average", "complete", "single"] = "average"
-    bleu_direction: Literal["symmetric", "reference"] = Field("symmetric", description="symmetric = mean of both BLEU directions (paper: undirected similarity); reference = R-Zero code (earlier question is the hypothesis, upper triangle mirrored)")
-    format_failure_reward: float = Field(0.0, description="reward of a malformed question (paper 0, code -1)")
-    n_candidates: int = Field(512, ge=1, description="N candidate questions per round for the solver dataset")
-    delta: float = Field(0.25, ge=0, le=0.5, description="keep |p_hat - 1/2| <= delta")
-    solver_prompts: int = Field(32, ge=1, description="questions per Solver step")
-    solver_group: int = Field(5, ge=1, description="Solver rollouts per question (GRPO group)")
 
 
 class EvalConfig(Strict):
@@ -109,70 +95,13 @@ class VerifyConfig(Strict):
     cache: bool = Field(True, description="cache verdicts in the run's ledger (verdict_cache table)")
 
 
-class SynCoConfig(Strict):
-    """SynCo loop counts and validator/consensus settings (seed 000; shared by recipes synco and rgbc).
-
-    Defaults are CPU-sized; the paper constants (32 tasks per step, K = 4) are in presets/paper.yaml.
-    """
-    rounds: int = Field(2, ge=1, description="rounds; each = steps_per_round joint steps, then an eval")
-    steps_per_round: int = Field(5, ge=1, description="joint Synthesizer+Reasoner steps per round")
-    tasks_per_step: int = Field(32, ge=1, description="tasks the Synthesizer writes per step (paper: 32)")
-    synth_group: int = Field(4, ge=1, description="tasks per Synthesizer prompt (its GRPO group); divides tasks_per_step")
-    k: int = Field(4, ge=1, description="Reasoner rollouts per task and group (paper: K = 4)")
-    synth_max_tokens: int = Field(80, ge=8, description="max new tokens of a Synthesizer output")
-    consensus: bool = Field(True, description="run the independent consensus check before any rollout")
-    consensus_n: int = Field(4, ge=1, description="independent solves per task in the consensus check")
-    consensus_min_agree: int = Field(1, ge=1, description="reject a task when fewer solves than this match its reference")
-    redundancy_window: int = Field(256, ge=0, description="N: redundancy is checked against the last N validated tasks")
-    hard_checks: list[Literal["schema", "well_posed", "consistency", "legality", "redundancy"]] = Field(
-        default_factory=lambda: ["schema", "well_posed", "consistency", "legality", "redundancy"],
-        description="validator checks whose failure rejects the task before any rollout")
-    quality_weights: dict[str, float] = Field(
-        default_factory=lambda: {"schema": 1.0, "well_posed": 1.0, "legality": 1.0, "novelty": 1.0},
-        description="quality score v_q = weighted mean of these components (feeds G_q); see docs/rgbc.md")
-    reliability_weights: dict[str, float] = Field(
-        default_factory=lambda: {"steps_parse": 1.0, "chain": 1.0, "operands": 1.0, "final": 1.0},
-        description="reliability score v_r = weighted mean of rule-based consistency checks (feeds G_r)")
-    reward_formatted: float = Field(1.0, description="Reasoner reward: correct and well formatted")
-    reward_recovered: float = Field(0.9, description="Reasoner reward: correct after format recovery")
-    invalid_reward: float = Field(-1.0, description="Synthesizer reward of an output the validator rejects")
-    consensus_reject_reward: float = Field(-0.5, description="Synthesizer reward of a task the consensus check rejects")
-    instrument: bool = Field(True, description="audit-only confirm/post groups where the arm has none (kappa, nu, lag of SynCo)")
-    audit_samples: int = Field(48, ge=0, description="oracle audit: extra samples per task for its true pass rate (audit-only cost)")
-    mid_band: list[float] = Field(default_factory=lambda: [0.25, 0.75], min_length=2, max_length=2,
-                                  description="true-p band reported as the mid band (m_4(p) >= 0.68 inside it)")
-
-    @model_validator(mode="after")
-    def _groups_divide(self):
-        if self.tasks_per_step % self.synth_group:
-            raise ValueError(f"tasks_per_step ({self.tasks_per_step}) must be a multiple of synth_group "
-                             f"({self.synth_group})")
-        return self
-
-
-class RGBCConfig(Strict):
-    """RGBC options (seed 000 §核心思路); counts come from the synco section."""
-    arm: Literal["synco", "mu_tilde", "full"] = Field("full", description="synco = T(mu_1); mu_tilde = T(mu~) no "
-                                                      "kappa discount; full = T(mu~) omega(kappa), confirm after update")
-    omega0: float = Field(0.2, ge=0, le=1, description="omega(kappa = 0)")
-    confirm: bool = Field(True, description="draw the confirm group (off + omega0 = 1 reduces to SynCo)")
-    confirm_timing: Literal["auto", "pre", "post"] = Field(
-        "auto", description="confirm group before or after the Reasoner update; auto: full = post, others = pre")
-    reward_mu: Literal["tilde", "post"] = Field("tilde", description="argument of T in arm full: mu~ over 2K, or mu_post alone")
-    doubt_policy: Literal["drop", "anchor"] = Field(
-        "drop", description="reference-in-doubt tasks: drop, or use the mode answer as provisional anchor")
-    doubt_stable: float = Field(0.75, gt=0, le=1, description="mode share that makes a nu = 0 task 'in doubt'")
-    doubt_reward: float = Field(0.0, description="Synthesizer reward of a dropped in-doubt task")
-    budget: Literal["matched", "none"] = Field(
-        "matched", description="matched: arm synco spends the confirm budget an RGBC arm would (its observed "
-                               "bearing rate) on extra tasks; none: no matching")
-    budget_prior: float = Field(0.17, ge=0, le=1, description="bearing rate assumed before the first step (seed: ~17%)")
-    doubt_gate_precision: float = Field(0.80, ge=0, le=1, description="human-check gate: precision of the mode anchor")
-    doubt_gate_recall: float = Field(0.75, ge=0, le=1, description="human-check gate: recall of the mode anchor")
-
-
 class RunConfig(Strict):
-    recipe: Literal["rzero", "synco", "rgbc"] = "rzero"
+    """Core sections here; each recipe's own sections (``rzero``, ``synco``, ``rgbc``, ...) are
+    pydantic models declared by the recipe (``RecipeInfo.sections``), validated by
+    ``build_config`` and reachable as attributes (``cfg.rzero``)."""
+
+    model_config = ConfigDict(extra="allow", validate_assignment=True)
+    recipe: str = Field("rzero", description="a built-in recipe (rzero | synco | rgbc) or a module path")
     preset: str = "cpu"
     note: str = ""
     seed: int = 0
@@ -181,9 +110,6 @@ class RunConfig(Strict):
     backend: BackendConfig = Field(default_factory=BackendConfig)
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     loss: LossSection = Field(default_factory=LossSection)
-    rzero: RZeroConfig = Field(default_factory=RZeroConfig)
-    synco: SynCoConfig = Field(default_factory=SynCoConfig)
-    rgbc: RGBCConfig = Field(default_factory=RGBCConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
 
@@ -234,11 +160,66 @@ def format_validation_error(e: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def build_config(data: dict) -> RunConfig:
+def _prefixed(name: str, e: ValidationError) -> str:
+    return "; ".join(f"{name}.{part}" for part in format_validation_error(e).split("; "))
+
+
+def _recipe_sections(recipe: str) -> tuple[Any, dict[str, Any]]:
+    """The selected recipe and every section any known recipe declares (a preset may carry
+    the sections of several recipes, e.g. paper.yaml)."""
+    from coevo.recipes.registry import BUILTIN, RecipeNotFound, get_recipe
+
     try:
-        return RunConfig.model_validate(data)
+        info = get_recipe(recipe)
+    except RecipeNotFound as e:
+        raise ConfigError(f"invalid config: recipe: {e}") from None
+    known: dict[str, Any] = {}
+    for name in BUILTIN:
+        known.update(get_recipe(name).sections)
+    known.update(info.sections)
+    return info, known
+
+
+def build_config(data: dict) -> RunConfig:
+    """Validate a config mapping: core sections by RunConfig, recipe sections by the models the
+    recipes declare, the recipe/world pair by the recipe's supported worlds."""
+    data = dict(data or {})
+    info, known = _recipe_sections(str(data.get("recipe", "rzero")))
+    errors, sections = [], {}
+    for key in [k for k in data if k not in RunConfig.model_fields]:
+        raw = data.pop(key)
+        if key not in known:
+            errors.append(f"{key}: unknown field")
+            continue
+        try:
+            sections[key] = known[key].model_validate(raw or {})
+        except ValidationError as e:
+            errors.append(_prefixed(key, e))
+    try:
+        cfg = RunConfig.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(f"invalid config: {format_validation_error(e)}") from None
+        errors.insert(0, format_validation_error(e))
+        cfg = None
+    if errors:
+        raise ConfigError(f"invalid config: {'; '.join(errors)}")
+    for name, model in info.sections.items():
+        sections.setdefault(name, model())
+    for name, sec in sections.items():
+        cfg.__pydantic_extra__[name] = sec
+    _check_world(cfg, info)
+    return cfg
+
+
+def _check_world(cfg: RunConfig, info) -> None:
+    from coevo.worlds import WORLDS
+
+    name = cfg.world.name
+    if name not in WORLDS and ":" not in name:
+        raise ConfigError(f"invalid config: world.name: unknown world {name!r}; built-in: {', '.join(WORLDS)} "
+                          f"(or 'module:Class')")
+    if info.worlds and name not in info.worlds:
+        raise ConfigError(f"invalid config: recipe {info.name!r} does not support world {name!r} "
+                          f"(supports: {', '.join(info.worlds)})")
 
 
 def load_config(preset: str = "cpu", config: Path | None = None, overrides: list[str] | None = None) -> RunConfig:

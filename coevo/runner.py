@@ -32,26 +32,31 @@ class RunError(Exception):
 
 # ---------------------------------------------------------------------- factories
 def make_world(cfg: RunConfig):
-    if cfg.world.name == "arithmetic":
-        from coevo.worlds.arithmetic import ArithmeticWorld
+    from coevo.worlds import WorldNotFound
+    from coevo.worlds import make_world as build
 
-        return ArithmeticWorld(eval_per_level=cfg.world.eval_per_level, eval_seed=cfg.world.eval_seed)
-    if cfg.world.name == "math":
-        try:
-            from coevo.worlds.math import MathWorld
-        except ImportError as e:  # pragma: no cover
-            raise RunError(f"math world unavailable: {e}") from None
-        return MathWorld.from_config(cfg)
-    raise RunError(f"unknown world {cfg.world.name}")
+    try:
+        return build(cfg)
+    except WorldNotFound as e:
+        raise RunError(str(e)) from None
 
 
-def _tiny(role: str, ckpt: str | None, lr: float, seed: int, grad_clip: float):
+def recipe_info(cfg: RunConfig):
+    from coevo.recipes.registry import RecipeNotFound, get_recipe
+
+    try:
+        return get_recipe(cfg.recipe)
+    except RecipeNotFound as e:
+        raise RunError(str(e)) from None
+
+
+def _tiny(name: str, asset: str, ckpt: str | None, lr: float, seed: int, grad_clip: float):
     from coevo.backends.tiny import TinyPolicy
 
-    path = Path(ckpt) if ckpt else ASSETS / f"{role}.pt"
+    path = Path(ckpt) if ckpt else ASSETS / f"{asset}.pt"
     if not path.is_file():
         raise RunError(f"checkpoint not found: {path} (run `coevo pretrain` to create the tiny checkpoints)")
-    pol = TinyPolicy.from_checkpoint(role, path, lr=lr, seed=seed)
+    pol = TinyPolicy.from_checkpoint(name, path, lr=lr, seed=seed)
     pol.grad_clip = grad_clip
     return pol
 
@@ -61,52 +66,64 @@ def distinct_policies(policies: dict) -> list:
     return list({id(p): p for p in policies.values()}.values())
 
 
-def make_policies(cfg: RunConfig, run_dir: Path | None = None) -> dict:
-    """``run_dir``: where the openai backend writes the LoRA adapters it syncs to the
-    servers (``<run_dir>/adapters`` unless ``backend.options.adapter_dir`` says otherwise)."""
+def _role_lr(b, spec) -> float:
+    return float(b.lr.get(spec.name, getattr(b, spec.lr)))
+
+
+def _tiny_policies(cfg: RunConfig, roles) -> dict:
     b = cfg.backend
-    proposer = "synthesizer" if cfg.recipe in ("synco", "rgbc") else "challenger"
+    if b.roles == "shared":  # R-Zero "Single": one set of parameters for every role
+        first = roles[0]
+        pol = _tiny("shared", "shared", b.checkpoints.get("shared", b.solver_checkpoint), _role_lr(b, first),
+                    cfg.seed, b.grad_clip)
+        return {r.name: pol for r in roles}
+    if b.roles != "separate":
+        raise RunError("backend.roles=lora needs backend.kind=hf")
+    legacy = {"solver": b.solver_checkpoint, "challenger": b.challenger_checkpoint,
+              "synthesizer": b.synthesizer_checkpoint}
+    return {r.name: _tiny(r.name, r.asset or r.name, b.checkpoints.get(r.name, legacy.get(r.name)),
+                          _role_lr(b, r), cfg.seed + r.seed_offset, b.grad_clip) for r in roles}
+
+
+def make_policies(cfg: RunConfig, run_dir: Path | None = None, info=None) -> dict:
+    """One policy per role the recipe declares (``RecipeInfo.roles``), mapped by ``backend.roles``:
+    separate policies, one shared policy, or LoRA adapters on one base (hf).  ``run_dir``: where
+    the openai backend writes the LoRA adapters it syncs to the servers."""
+    info = info or recipe_info(cfg)
+    roles = info.roles
+    b = cfg.backend
     if b.kind == "tiny":
-        prop_ckpt = b.synthesizer_checkpoint if proposer == "synthesizer" else b.challenger_checkpoint
-        if b.roles == "shared":
-            pol = _tiny("shared", b.solver_checkpoint, b.lr_solver, cfg.seed, b.grad_clip)
-            pol.name = "shared"
-            pols = {"solver": pol, proposer: pol}
-        elif b.roles == "separate":
-            pols = {"solver": _tiny("solver", b.solver_checkpoint, b.lr_solver, cfg.seed, b.grad_clip),
-                    proposer: _tiny(proposer, prop_ckpt, b.lr_challenger, cfg.seed + 1, b.grad_clip)}
-        else:
-            raise RunError("backend.roles=lora needs backend.kind=hf")
+        pols = _tiny_policies(cfg, roles)
     else:
         try:
             from coevo.backends.roles import RoleConfigError, make_role_policies
             from coevo.backends.smollm2 import SmolLM2Unavailable
         except ImportError as e:
             raise RunError(f"backend {b.kind!r} unavailable (pip install -e '.[hf]'): {e}") from None
-        extra = {}
+        extra = {"lr_by_role": {r.name: _role_lr(b, r) for r in roles}}
         if b.kind == "openai" and run_dir is not None and not (b.options or {}).get("adapter_dir"):
             extra["adapter_dir"] = str(Path(run_dir).resolve() / "adapters")
         try:
-            pols = make_role_policies(cfg, roles=("solver", proposer), **extra)
+            pols = make_role_policies(cfg, roles=tuple(r.name for r in roles), **extra)
         except (RoleConfigError, SmolLM2Unavailable) as e:
             raise RunError(f"backend.options: {e}") from None
     if cfg.loss.kl_coef > 0:
+        trainable = {id(pols[r.name]) for r in roles if r.trainable}
         for p in distinct_policies(pols):
-            if hasattr(p, "set_reference"):
+            if id(p) in trainable:
                 p.set_reference()
     return pols
 
 
-def make_recipe(cfg: RunConfig, world, policies, run_id: str, verifier):
-    if cfg.recipe == "rzero":
-        from coevo.recipes.rzero import RZeroRecipe
+def make_recipe(cfg: RunConfig, world, policies, run_id: str, verifier, info=None):
+    from coevo.recipes.registry import RecipeNotFound, resolve
 
-        return RZeroRecipe(cfg, world, policies, run_id, verifier)
+    info = info or recipe_info(cfg)
     try:
-        from coevo.recipes.rgbc import RGBCRecipe
-    except ImportError as e:
+        cls = resolve(info.factory)
+    except RecipeNotFound as e:
         raise RunError(f"recipe {cfg.recipe!r} is not available in this build: {e}") from None
-    return RGBCRecipe(cfg, world, policies, run_id, verifier)
+    return cls(cfg, world, policies, run_id, verifier)
 
 
 # ---------------------------------------------------------------------- state files
@@ -178,8 +195,9 @@ def _execute(cfg: RunConfig, run_dir: Path, fresh: bool, quiet: bool) -> None:
 
     torch.set_num_threads(cfg.backend.threads)
     run_id = run_dir.resolve().name
+    info = recipe_info(cfg)
     world = make_world(cfg)
-    policies = make_policies(cfg, run_dir)
+    policies = make_policies(cfg, run_dir, info)
     led = Ledger(run_dir / "ledger.duckdb")
     pool = None
     try:
@@ -194,7 +212,7 @@ def _execute(cfg: RunConfig, run_dir: Path, fresh: bool, quiet: bool) -> None:
 
             pool = VerifierPool(workers=cfg.verify.workers, timeout_s=cfg.verify.timeout_s)
         verifier = WorldEquivalence(world, pool)
-        recipe = make_recipe(cfg, world, policies, run_id, verifier)
+        recipe = make_recipe(cfg, world, policies, run_id, verifier, info)
         plan = recipe.plan()
         last = led.last_completed_step(run_id)
         if last >= 0:
@@ -223,7 +241,6 @@ def _execute(cfg: RunConfig, run_dir: Path, fresh: bool, quiet: bool) -> None:
 def _loop(cfg, run_dir, led, run_id, recipe, policies, todo, total, quiet) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    prop = next(p for r, p in policies.items() if r != "solver")
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[info]}"), disable=quiet, transient=False) as bar:
         task = bar.add_task("coevo", total=total, completed=total - len(todo), info="")
@@ -238,7 +255,7 @@ def _loop(cfg, run_dir, led, run_id, recipe, policies, todo, total, quiet) -> No
                     if errs:  # inference-server failures of this step, with their reasons (openai backend)
                         metrics["backend_errors"] = {"n": len(errs), "first": errs[:5]}
                     w.metrics = metrics
-                    w.versions = (prop.version, policies["solver"].version)
+                    w.versions = {role: p.version for role, p in policies.items()}
                     _save_state(run_dir, spec.step, policies, recipe)
             except BackendError as e:
                 raise RunError(f"step {spec.step} (round {spec.round} {spec.phase}) failed: {e}. Nothing of this "

@@ -11,7 +11,9 @@ TABLES: dict[str, list[tuple[str, str]]] = {
     # one row per completed step: the commit marker of that step's rows
     "steps": [("run_id", "VARCHAR"), ("step", "BIGINT"), ("round", "BIGINT"), ("phase", "VARCHAR"),
               ("phase_step", "BIGINT"), ("completed_at", "DOUBLE"), ("seconds", "DOUBLE"),
-              ("proposer_version", "VARCHAR"), ("solver_version", "VARCHAR"), ("metrics_json", "VARCHAR")],
+              ("proposer_version", "VARCHAR"), ("solver_version", "VARCHAR"), ("metrics_json", "VARCHAR"),
+              ("versions_json", "VARCHAR")],  # {role: policy version} after the step (the two
+    # *_version columns are kept for ledgers written before roles were a map; NULL in new rows)
     "rounds": [("run_id", "VARCHAR"), ("round", "BIGINT"), ("step", "BIGINT"), ("summary_json", "VARCHAR")],
     "tasks": [("run_id", "VARCHAR"), ("task_id", "VARCHAR"), ("round", "BIGINT"), ("step", "BIGINT"),
               ("source", "VARCHAR"), ("proposer_version", "VARCHAR"), ("prompt_version", "VARCHAR"),

@@ -61,8 +61,7 @@ class Ledger:
         return len(rows)
 
     @contextmanager
-    def step(self, run_id: str, step: int, round_: int, phase: str, phase_step: int,
-             versions: tuple[str, str] = ("", "")) -> Iterator["StepWriter"]:
+    def step(self, run_id: str, step: int, round_: int, phase: str, phase_step: int) -> Iterator["StepWriter"]:
         """All rows of one step, committed atomically with the step marker."""
         writer = StepWriter()
         t0 = time.time()
@@ -73,8 +72,7 @@ class Ledger:
                 self.append(table, rows)
             self.append("steps", [{"run_id": run_id, "step": step, "round": round_, "phase": phase,
                                    "phase_step": phase_step, "completed_at": time.time(), "seconds": time.time() - t0,
-                                   "proposer_version": (writer.versions or versions)[0],
-                                   "solver_version": (writer.versions or versions)[1],
+                                   "versions_json": json.dumps(writer.versions, sort_keys=True),
                                    "metrics_json": json.dumps(writer.metrics, default=float)}])
             self.con.execute("COMMIT")
         except BaseException:
@@ -137,7 +135,7 @@ class StepWriter:
     def __init__(self) -> None:
         self.rows: dict[str, list[dict]] = {}
         self.metrics: dict[str, Any] = {}
-        self.versions: tuple[str, str] | None = None  # (proposer, solver) after the step
+        self.versions: dict[str, str] = {}  # role -> policy version after the step
 
     def add(self, table: str, rows: Iterable[dict]) -> None:
         if table not in TABLES:

@@ -9,19 +9,50 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
+from pydantic import Field
 
 from coevo.backends.base import full_text, sampler_info
-from coevo.config import RunConfig
+from coevo.config import RunConfig, Strict
 from coevo.ledger.store import StepWriter
+from coevo.recipes.registry import RecipeInfo, RoleSpec
 from coevo.recipes.base import StepSpec, dumps, evaluate_solver, loss_config, round_plan, sampling_params
 from coevo.rewards import challenger_reward, keep_for_solver, uncertainty_reward
 from coevo.rewards.repetition import repetition_penalty
 from coevo.rl.grpo import group_advantages
 from coevo.stages.core import grpo_update, propose, solve, to_groups
 from coevo.worlds.base import Task, World
+
+
+class RZeroConfig(Strict):
+    rounds: int = Field(3, ge=1)
+    challenger_steps: int = Field(5, ge=0)
+    solver_steps: int = Field(15, ge=0)
+    challenger_prompts: int = Field(64, ge=1, description="prompts per Challenger step")
+    challenger_group: int = Field(4, ge=1, description="Challenger rollouts per prompt (GRPO group)")
+    m: int = Field(10, ge=1, description="solver answers per question for p_hat / majority vote")
+    uncertainty_variant: Literal["paper", "reference"] = "paper"
+    rep_lambda: float = Field(1.0, ge=0)
+    rep_threshold: float = Field(0.5, gt=0, le=1)
+    rep_linkage: Literal["average", "complete", "single"] = "average"
+    bleu_direction: Literal["symmetric", "reference"] = Field("symmetric", description="symmetric = mean of both BLEU directions (paper: undirected similarity); reference = R-Zero code (earlier question is the hypothesis, upper triangle mirrored)")
+    format_failure_reward: float = Field(0.0, description="reward of a malformed question (paper 0, code -1)")
+    n_candidates: int = Field(512, ge=1, description="N candidate questions per round for the solver dataset")
+    delta: float = Field(0.25, ge=0, le=0.5, description="keep |p_hat - 1/2| <= delta")
+    solver_prompts: int = Field(32, ge=1, description="questions per Solver step")
+    solver_group: int = Field(5, ge=1, description="Solver rollouts per question (GRPO group)")
+
+
+RECIPES = {"rzero": RecipeInfo(
+    name="rzero", factory="coevo.recipes.rzero:RZeroRecipe",
+    roles=(RoleSpec("solver", asset="solver", seed_offset=0, lr="lr_solver"),
+           RoleSpec("challenger", asset="challenger", seed_offset=1, lr="lr_challenger")),
+    sections={"rzero": RZeroConfig}, worlds=("arithmetic", "math"),
+    summary_columns=("pseudo_label_accuracy", "kept_fraction", "challenger_reward_mean", "format_failure_rate"),
+    report_sections=("coevo.report.rzero:section",),
+    description="R-Zero: Challenger (uncertainty - repetition) and Solver (majority-vote pseudo-labels)")}
 
 
 class RZeroRecipe:
