@@ -23,7 +23,9 @@ TABLES: dict[str, list[tuple[str, str]]] = {
     "rollouts": [("run_id", "VARCHAR"), ("rollout_id", "VARCHAR"), ("task_id", "VARCHAR"), ("round", "BIGINT"),
                  ("step", "BIGINT"), ("role", "VARCHAR"), ("purpose", "VARCHAR"), ("group_idx", "BIGINT"),
                  ("policy_version", "VARCHAR"), ("text", "VARCHAR"), ("answer", "VARCHAR"), ("n_tokens", "BIGINT"),
-                 ("finish_reason", "VARCHAR"), ("sampler_json", "VARCHAR")],  # who served it (openai backend)
+                 ("finish_reason", "VARCHAR"), ("sampler_json", "VARCHAR"),  # who served it (openai backend)
+                 # multi-turn: [{kind: policy|env, n_tokens, text}] in order (env = tool output, masked)
+                 ("segments_json", "VARCHAR"), ("n_masked_tokens", "BIGINT")],
     "verdicts": [("run_id", "VARCHAR"), ("rollout_id", "VARCHAR"), ("task_id", "VARCHAR"), ("step", "BIGINT"),
                  ("target", "VARCHAR"), ("verifier_kind", "VARCHAR"), ("verifier_version", "VARCHAR"),
                  ("criterion_id", "VARCHAR"), ("value", "INTEGER"), ("reason", "VARCHAR"), ("elapsed_s", "DOUBLE")],

@@ -137,6 +137,11 @@ class StepWriter:
         self.metrics: dict[str, Any] = {}
         self.versions: dict[str, str] = {}  # role -> policy version after the step
 
+    def extend(self, rows: dict[str, list[dict]]) -> None:
+        """Add the rows a stage produced ({table: rows})."""
+        for table, r in rows.items():
+            self.add(table, r)
+
     def add(self, table: str, rows: Iterable[dict]) -> None:
         if table not in TABLES:
             raise LedgerError(f"unknown table {table}")

@@ -10,6 +10,7 @@ import numpy as np
 from coevo.backends.base import LossConfig, SamplingParams
 from coevo.config import RunConfig
 from coevo.ledger.store import StepWriter
+from coevo.stages.group import StepContext
 from coevo.worlds.base import Task, World, role_sampling
 
 
@@ -43,6 +44,45 @@ def sampling_params(cfg: RunConfig, max_new_tokens: int | None = None) -> Sampli
     s = cfg.sampling
     return SamplingParams(temperature=s.temperature, top_p=s.top_p,
                           max_new_tokens=max_new_tokens or s.max_new_tokens)
+
+
+class RecipeBase:
+    """What the runner calls on a recipe: ``plan()``, ``run_step(spec, writer)`` (dispatches to
+    ``_<phase>``), ``state_dict()`` / ``load_state_dict()``.  Holds the run's world, policies by
+    role, verifier, loss and sampling settings; every recipe evaluates its ``solver`` role on
+    the world's held-out set in phase ``eval``."""
+
+    name = "base"
+    solver_role = "solver"
+
+    def __init__(self, cfg: RunConfig, world: World, policies: dict, run_id: str, verifier) -> None:
+        self.cfg, self.world, self.run_id, self.verifier = cfg, world, run_id, verifier
+        self.policies = policies
+        self.solver = policies[self.solver_role]
+        self.loss = loss_config(cfg)
+        self.sp = sampling_params(cfg)
+        self.eval_tasks = list(world.eval_set())
+
+    def plan(self) -> list[StepSpec]:  # pragma: no cover - every recipe defines it
+        raise NotImplementedError
+
+    def run_step(self, spec: StepSpec, w: StepWriter) -> dict:
+        return getattr(self, f"_{spec.phase}")(spec, w)
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, st: dict) -> None:
+        pass
+
+    def ctx(self, spec: StepSpec) -> StepContext:
+        return StepContext(self.run_id, spec.round, spec.step, self.world, self.verifier, self.loss,
+                           self.cfg.loss.advantage_scale)
+
+    def _eval(self, spec: StepSpec, w: StepWriter) -> dict:
+        acc = evaluate_solver(self.solver, self.world, self.eval_tasks, self.run_id, spec.round, spec.step, w,
+                              greedy=self.cfg.eval.greedy, samples=self.cfg.eval.samples, sampling=self.sp)
+        return {"eval": acc}
 
 
 def evaluate_solver(solver, world: World, tasks: Sequence[Task], run_id: str, round_: int, step: int,

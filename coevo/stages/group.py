@@ -1,0 +1,152 @@
+"""The two stages every recipe uses: draw a group (sample -> extract -> verify -> rows) and
+update a role (advantages -> GRPO -> reward rows -> update row).
+
+Both return plain data plus the ledger rows they produced (``rows``: {table: [row, ...]});
+neither writes to the ledger, so a recipe commits a whole step atomically.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Callable, Sequence
+
+import numpy as np
+
+from coevo.backends.base import Completion, LossConfig, Policy, SamplingParams
+from coevo.ledger.rows import reward_row, rollout_row, update_row, verdict_row_of
+from coevo.rl.grpo import group_advantages
+from coevo.stages.core import grpo_update, solve, to_groups
+from coevo.worlds.base import Task, World
+
+
+@dataclass
+class StepContext:
+    """What every stage of one step needs: where rows go and how answers are judged."""
+
+    run_id: str
+    round: int
+    step: int
+    world: World
+    verifier: object  # match_many / majority_votes (coevo.stages.equivalence)
+    loss: LossConfig
+    advantage_scale: str = "group"
+
+
+def sampling_error_reason(c: Completion) -> str:
+    """Why a rollout has no answer: the backend failed to sample it, or the text has none."""
+    if c.finish_reason == "error":
+        return f"sampling-error: {str(c.meta.get('error', ''))[:300]}"
+    return "no-answer"
+
+
+@dataclass
+class Group:
+    """n rollouts of each task, their answers and their verdicts against each target."""
+
+    tasks: list[Task]
+    outs: list[list[Completion]]
+    answers: list[list[str | None]]
+    formatted: list[list[bool]]
+    verdicts: dict[str, list[list]] = field(default_factory=dict)  # target -> per task -> per rollout
+    rows: dict[str, list[dict]] = field(default_factory=dict)
+
+    def mu(self, target: str, j: int) -> float:
+        """Share of task j's rollouts that the verifier judged equal to ``target``."""
+        vs = self.verdicts[target][j]
+        return float(np.mean([v.value == 1 for v in vs])) if vs else float("nan")
+
+    def completions(self, js: Sequence[int] | None = None) -> list[Completion]:
+        return [c for j in (range(len(self.tasks)) if js is None else js) for c in self.outs[j]]
+
+
+def match_grouped(verifier, answers: Sequence[Sequence[str | None]], targets: Sequence[str | None]) -> list[list]:
+    """Verdicts of every answer against its task's target, in one verifier call."""
+    flat = verifier.match_many([(a, t) for ans, t in zip(answers, targets) for a in ans])
+    out, j = [], 0
+    for ans in answers:
+        out.append(flat[j:j + len(ans)])
+        j += len(ans)
+    return out
+
+
+def default_extract(world: World) -> Callable[[Completion], tuple[str | None, bool]]:
+    def extract(c: Completion) -> tuple[str | None, bool]:
+        a = world.extract_answer(c.text)
+        return a, a is not None
+    return extract
+
+
+def draw_group(ctx: StepContext, policy: Policy, tasks: Sequence[Task], n: int, sampling: SamplingParams,
+               purpose: str, targets: dict[str, Sequence[str | None] | None] | None = None, role: str = "solver",
+               offset: int = 0, stream: str = "train", rid: str = "{task}-{purpose}-{k}",
+               extract: Callable[[Completion], tuple[str | None, bool]] | None = None,
+               sampler: Callable | None = None) -> Group:
+    """Sample n rollouts per task (``stream``: train or audit RNG), extract answers, verify them
+    against each named target (``targets``: name -> one value per task; None skips it) and build
+    the rollout and verdict rows.  ``sampler(policy, world, tasks, n, sampling)`` replaces
+    single-turn sampling (e.g. multi-turn episodes); ``rid`` formats rollout ids from
+    ``task``, ``purpose``, ``k`` (index + offset) and ``step``."""
+    tasks = list(tasks)
+    if not tasks:
+        return Group([], [], [], [], {name: [] for name in (targets or {})})
+    sp = replace(sampling, stream=stream) if stream != sampling.stream else sampling
+    outs = (sampler or solve)(policy, ctx.world, tasks, n, sp)
+    ex = extract or default_extract(ctx.world)
+    pairs = [[ex(c) for c in comps] for comps in outs]
+    g = Group(tasks, outs, [[a for a, _ in p] for p in pairs], [[f for _, f in p] for p in pairs])
+    for name, values in (targets or {}).items():
+        if values is not None:
+            g.verdicts[name] = match_grouped(ctx.verifier, g.answers, values)
+    roll, verd = [], []
+    for j, (t, comps) in enumerate(zip(tasks, outs)):
+        for k, c in enumerate(comps):
+            r_id = rid.format(task=t.task_id, purpose=purpose, k=k + offset, step=ctx.step)
+            roll.append(rollout_row(ctx.run_id, ctx.round, ctx.step, r_id, t.task_id, role, purpose, k + offset, c,
+                                    g.answers[j][k]))
+            for name, vs in g.verdicts.items():
+                verd.append(_verdict(ctx, r_id, t.task_id, name, vs[j][k], c))
+    g.rows = {"rollouts": roll, "verdicts": verd}
+    return g
+
+
+def _verdict(ctx: StepContext, rollout_id: str, task_id: str, target: str, v, c: Completion) -> dict:
+    row = verdict_row_of(ctx.run_id, ctx.step, rollout_id, task_id, target, v, getattr(ctx.verifier, "kind", ""),
+                         getattr(ctx.verifier, "version", ""))
+    if c.finish_reason == "error":
+        row["reason"] = sampling_error_reason(c)
+    return row
+
+
+@dataclass
+class Update:
+    advantages: np.ndarray
+    metrics: dict
+    rows: dict[str, list[dict]]
+
+
+def update_role(ctx: StepContext, policy: Policy, role: str, comps: Sequence[Completion], rewards: np.ndarray,
+                group_size: int, item_ids: Sequence[str], task_ids: Sequence[str],
+                components: Sequence[dict | None] | None = None, advantages=None) -> Update:
+    """Advantages (GRPO groups of ``group_size`` unless ``advantages`` is given: per sequence, or
+    per token as lists), one GRPO step, the reward rows and the update row."""
+    before = policy.version
+    if len(comps) == 0:
+        adv = np.zeros(0)
+        metrics = {"skipped": 1.0}
+    else:
+        if advantages is None:
+            adv = group_advantages(to_groups(rewards, group_size), ctx.advantage_scale).flatten().numpy()
+        else:
+            adv = advantages
+        metrics = grpo_update(policy, list(comps), adv.tolist() if hasattr(adv, "tolist") else list(adv), ctx.loss)
+    comp = components if components is not None else [None] * len(comps)
+    rows = {"rewards": [reward_row(ctx.run_id, ctx.step, role, item_ids[i], task_ids[i], rewards[i],
+                                   _adv_scalar(adv[i]), comp[i]) for i in range(len(comps))],
+            "updates": [update_row(ctx.run_id, ctx.step, role, before, policy.version, len(comps), metrics)]}
+    return Update(adv, metrics, rows)
+
+
+def _adv_scalar(a) -> float:
+    """The advantage a reward row records: the value, or the mean of per-token values."""
+    if np.ndim(a) == 0:
+        return float(a)
+    return float(np.mean(a)) if len(a) else 0.0
