@@ -6,10 +6,12 @@ Prompts come from the world's ``solver_prompt``; the answer from ``extract_answe
 
 Metrics, per file and per ``level``:
 
-* ``accuracy_greedy`` — one greedy completion per question, judged by the world's
-  equivalence check against any reference answer (math: math-verify through the
-  killable verifier pool; an abstention counts as wrong and is counted under
-  ``abstained``).
+* ``accuracy_greedy`` — one greedy completion per question, judged against any
+  reference answer by the run verifier of the world's default kind
+  (``coevo.stages.equivalence.make_run_verifier``: math -> the ``math`` kind, arithmetic
+  -> ``integer``), every check in the killable verifier pool (``pool=``, else the
+  process-wide default pool); an abstention counts as wrong and is counted under
+  ``abstained``.
 * ``mean@k`` — k sampled completions per question (temperature / top-p), the mean
   correctness over all k (R-Zero reports mean@32 on AMC/AIME).
 * ``cover_em_greedy`` / ``cover_em@k`` — Cover-EM (Search-R1): a SQuAD-normalised
@@ -32,20 +34,16 @@ class EvalError(ValueError):
     """Bad evaluation input (file missing, malformed line)."""
 
 
-def _judge(world, preds: list[str | None], golds: list[list[str]]) -> list[Any]:
-    """One Verdict-like per prediction: correct if equivalent to any gold."""
+def _judge(verifier, preds: list[str | None], golds: list[list[str]]) -> list[dict]:
+    """One verdict dict per prediction: correct if the verifier matches it to any gold."""
     pairs, owner = [], []
     for i, (p, gs) in enumerate(zip(preds, golds)):
         for g in gs:
             pairs.append((p, g))
             owner.append(i)
-    if hasattr(world, "verdicts"):
-        vs = world.verdicts(pairs)
-        vals = [v.value for v in vs]
-        reasons = [getattr(v, "reason", "") for v in vs]
-    else:  # worlds without a pool-backed check (arithmetic: exact integer comparison)
-        vals = [1 if world.equivalent(a, b) else 0 for a, b in pairs]
-        reasons = [""] * len(pairs)
+    vs = verifier.match_many(pairs)
+    vals = [v.value for v in vs]
+    reasons = [v.reason for v in vs]
     out = [{"value": 0, "abstained": False, "reason": ""} for _ in preds]
     seen_value = [False] * len(preds)
     for i, v, r in zip(owner, vals, reasons):
@@ -61,10 +59,24 @@ def _judge(world, preds: list[str | None], golds: list[list[str]]) -> list[Any]:
     return out
 
 
+def eval_verifier(world, verifier=None, pool=None):
+    """The verifier ``coevo eval`` scores with: ``verifier`` if given, else the world's
+    default kind through ``pool`` (None: the process-wide default pool)."""
+    if verifier is not None:
+        return verifier
+    from coevo.stages.equivalence import make_run_verifier
+    from coevo.verify.pool import default_pool
+
+    return make_run_verifier(None, None, world, pool=pool if pool is not None else default_pool())
+
+
 def evaluate_jsonl(policy, world, path: str | Path, k: int = 0, greedy: bool = True, temperature: float = 0.6,
                    top_p: float = 0.95, max_new_tokens: int = 512, limit: int | None = None,
-                   batch_size: int = 16, keep_samples: bool = False) -> dict:
-    """Greedy accuracy and/or mean@k (+ Cover-EM) of ``policy`` on a local JSONL file."""
+                   batch_size: int = 16, keep_samples: bool = False, verifier=None, pool=None) -> dict:
+    """Greedy accuracy and/or mean@k (+ Cover-EM) of ``policy`` on a local JSONL file.
+
+    Answers are scored by ``verifier`` (a run verifier: ``match_many``) or, when None, by
+    ``eval_verifier(world, pool=pool)``."""
     from coevo.verify.answers import cover_em
     from coevo.worlds.math import load_jsonl_tasks
 
@@ -81,12 +93,14 @@ def evaluate_jsonl(policy, world, path: str | Path, k: int = 0, greedy: bool = T
         raise EvalError(f"{path}: no questions")
     if not greedy and k <= 0:
         raise EvalError("nothing to do: greedy is off and k = 0")
+    verifier = eval_verifier(world, verifier, pool)
     prompts = [world.solver_prompt(t) for t in tasks]
     golds = [list(t.meta.get("answers") or [t.reference]) for t in tasks]
     levels = [str(t.meta.get("difficulty", "all")) for t in tasks]
     t0 = time.time()
     result: dict[str, Any] = {"file": str(path), "n": len(tasks), "policy_version": getattr(policy, "version", ""),
                               "world": getattr(world, "name", ""), "prompt_version": getattr(world, "prompt_version", ""),
+                              "verifier_kind": verifier.kind, "verifier_version": verifier.version,
                               "max_new_tokens": max_new_tokens}
     runs = []
     if greedy:
@@ -101,7 +115,7 @@ def evaluate_jsonl(policy, world, path: str | Path, k: int = 0, greedy: bool = T
             comps.extend(policy.sample(prompts[i:i + batch_size], n, role_sampling(world, "solver", sp)))
         flat = [(j, c) for j, group in enumerate(comps) for c in group]
         preds = [world.extract_answer(c.text) if c.finish_reason != "error" else None for _, c in flat]
-        verdicts = _judge(world, preds, [golds[j] for j, _ in flat])
+        verdicts = _judge(verifier, preds, [golds[j] for j, _ in flat])
         cover = [cover_em(p if p is not None else c.text, golds[j]) for (j, c), p in zip(flat, preds)]
         per_task = defaultdict(list)
         per_task_cov = defaultdict(list)

@@ -10,7 +10,7 @@ a time under a lock: this is a reference, not a fast server):
                                   temperature, top_p, max_tokens, stop, logprobs,
                                   return_tokens_as_token_ids, seed
     POST /v1/chat/completions     messages (chat template applied from the tokenizer),
-                                  n, temperature, top_p, max_tokens, stop, logprobs
+                                  n, temperature, top_p, max_tokens, stop, logprobs, seed
     POST /v1/load_lora_adapter    {"lora_name": ..., "lora_path": ...}  (PEFT directory)
     POST /v1/unload_lora_adapter  {"lora_name": ...}
 
@@ -77,7 +77,9 @@ class HFServerState:
             del self.adapters[name]
 
     # -- sampling ----------------------------------------------------------
-    def generate(self, model_name: str, prompt_ids: list[list[int]], n: int, sp) -> list:
+    def generate(self, model_name: str, prompt_ids: list[list[int]], n: int, sp, seed: int | None = None) -> list:
+        """``seed``: the request's (vLLM semantics: the same seed and request give the same
+        draws); without one the server's own counter seeds the call."""
         import contextlib
 
         with self.lock:
@@ -90,7 +92,7 @@ class HFServerState:
             else:
                 raise KeyError(f"model {model_name!r} not found (loaded: {[self.served_name, *self.adapters]})")
             with ctx:
-                return self.policy.sample_ids(prompt_ids, n, sp)
+                return self.policy.sample_ids(prompt_ids, n, sp, seed=seed)
 
     def models(self) -> dict:
         data = [{"id": self.served_name, "object": "model", "owned_by": "coevo", "root": self.served_name}]
@@ -110,6 +112,10 @@ def _sampling(body: dict):
                           max_new_tokens=int(body.get("max_tokens") or 16), stop=stop or None, greedy=t <= 0)
 
 
+def _seed(body: dict) -> int | None:
+    return None if body.get("seed") is None else int(body["seed"])
+
+
 def _token_strs(tok, ids: list[int], as_ids: bool) -> list[str]:
     return [f"token_id:{i}" for i in ids] if as_ids else [tok.decode([i]) for i in ids]
 
@@ -123,7 +129,7 @@ def handle_completions(state: HFServerState, body: dict) -> dict:
         prompt = [prompt]
     ids = [p if isinstance(p, list) else tok(p)["input_ids"] for p in prompt]
     n = int(body.get("n", 1))
-    groups = state.generate(body.get("model"), ids, n, _sampling(body))
+    groups = state.generate(body.get("model"), ids, n, _sampling(body), _seed(body))
     as_ids = bool(body.get("return_tokens_as_token_ids"))
     want_lp = body.get("logprobs") is not None
     choices = []
@@ -152,7 +158,7 @@ def handle_chat(state: HFServerState, body: dict) -> dict:
         text = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=bool(body.get("add_generation_prompt", True)))
     ids = [tok(text, add_special_tokens=False)["input_ids"]]
     n = int(body.get("n", 1))
-    groups = state.generate(body.get("model"), ids, n, _sampling(body))
+    groups = state.generate(body.get("model"), ids, n, _sampling(body), _seed(body))
     as_ids = bool(body.get("return_tokens_as_token_ids"))
     choices = []
     for k, c in enumerate(groups[0]):

@@ -147,8 +147,13 @@ def test_lag_bar():
 
 
 def test_pseudo_label_accuracy_and_ff():
-    e = pseudo_label_accuracy(["a", "b", "c", "d"], ["a", "x", None, "d"])
+    # oracle verdicts on four labels: right, wrong, abstained (left out, counted), right
+    e = pseudo_label_accuracy([1, 0, None, True])
     assert e.value == pytest.approx(2 / 3) and e.n == 3 and e.extra["n_unjudged"] == 1
+    assert e.se == pytest.approx((2 / 9 / 3) ** 0.5)                       # binomial sqrt(p(1-p)/n)
+    e = pseudo_label_accuracy([1, 0, None, 1, float("nan")], batches=[1, 1, 1, 2, 2])
+    assert e.value == pytest.approx(2 / 3) and e.n == 3 and e.extra["n_unjudged"] == 2
+    assert "2 batches < 5" in e.extra["interval_method"]                  # the audit's interval rule
     ff = false_agreement_mass(["1", "2", "3", "4"], ["1", "2", "5", "4"], ["1", "9", "3", "7"])
     assert ff.value == 0.5 and ff.extra["agreement_rate"] == 0.75
 

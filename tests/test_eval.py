@@ -28,12 +28,17 @@ class ScriptedPolicy:
 
 
 @pytest.fixture(scope="module")
-def world():
+def pool():
     from coevo.verify.pool import VerifierPool
 
-    pool = VerifierPool(workers=1, timeout_s=10)
-    yield MathWorld(pool=pool)
-    pool.close()
+    p = VerifierPool(workers=1, timeout_s=10)
+    yield p
+    p.close()
+
+
+@pytest.fixture(scope="module")
+def world(pool):
+    return MathWorld(pool=pool)
 
 
 def test_sample_file_is_valid():
@@ -42,7 +47,7 @@ def test_sample_file_is_valid():
     assert {t.meta["difficulty"] for t in tasks} == {"easy", "medium"}
 
 
-def test_metrics_hand_computed(tmp_path, world):
+def test_metrics_hand_computed(tmp_path, world, pool):
     f = tmp_path / "mini.jsonl"
     rows = [{"question": "Q1", "answer": "\\frac{1}{2}"}, {"question": "Q2", "answers": ["Paris", "paris france"]},
             {"question": "Q3", "answer": "7", "level": "hard"}, {"question": "Q4", "answer": "10"}]
@@ -53,8 +58,8 @@ def test_metrics_hand_computed(tmp_path, world):
         "Q3": ["\\boxed{8}", "\\boxed{7}", "\\boxed{7.0}", "\\boxed{7}"],           # 0; 3/4
         "Q4": ["the answer is 10", "\\boxed{10}", "\\boxed{1}", "\\boxed{100}"],   # greedy: no box -> 0, cover 1
     }
-    r = evaluate_jsonl(ScriptedPolicy(script), world, f, k=4, greedy=True)
-    assert r["n"] == 4
+    r = evaluate_jsonl(ScriptedPolicy(script), world, f, k=4, greedy=True, pool=pool)
+    assert r["n"] == 4 and r["verifier_kind"] == "math" and r["verifier_version"].startswith("math-2")
     assert r["accuracy_greedy"] == pytest.approx(2 / 4)
     assert r["mean@4"] == pytest.approx((2 / 4 + 2 / 4 + 3 / 4 + 1 / 4) / 4)
     # Cover-EM greedy: Q1 "0.5" vs "frac12" no; Q2 yes; Q3 no; Q4 whole text covers "10" -> 2/4
@@ -66,6 +71,28 @@ def test_metrics_hand_computed(tmp_path, world):
     assert r["cover_em@4"] == pytest.approx((q1 + q2 + q3 + q4) / 4)
     assert r["no_answer_greedy"] == pytest.approx(1 / 4)
     assert r["by_level"]["hard"]["n"] == 1 and r["by_level"]["hard"]["mean@4"] == pytest.approx(3 / 4)
+
+
+def test_arithmetic_scored_by_the_integer_kind_in_the_pool(tmp_path, pool):
+    from coevo.worlds.arithmetic import ArithmeticWorld
+
+    f = tmp_path / "arith.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in [{"question": "2+3", "answer": "5"},
+                                                          {"question": "9-4", "answers": ["5", "five"]},
+                                                          {"question": "1+1", "answer": "two"}]))
+    w = ArithmeticWorld()
+
+    class Arith(ScriptedPolicy):
+        def sample(self, prompts, n, sampling):
+            return [[Completion(prompt=p, text=t, prompt_ids=[], token_ids=[1], logprobs=[0.0])
+                     for t in self.script[p][:1]] for p in prompts]
+
+    script = {w.solver_prompt(t): [a] for t, a in zip(load_jsonl_tasks(f), ["05", "5", "2"])}
+    items = pool.stats["items"]
+    r = evaluate_jsonl(Arith(script), w, f, greedy=True, pool=pool)
+    assert r["verifier_kind"] == "integer" and pool.stats["items"] == items + 4  # every check in the pool
+    assert r["accuracy_greedy"] == pytest.approx(2 / 3)
+    assert r["abstained_greedy"] == 1  # "two" is no integer reference: abstains, counted as wrong
 
 
 def test_errors(tmp_path, world):

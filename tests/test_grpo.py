@@ -75,20 +75,30 @@ def _batch():
     [
         ("grpo", {}, (-2.7 / 3 + 3.8 / 2) / 2),
         ("bnpo", {}, 1.1 / 5),
-        ("dr_grpo", {}, 1.1 / 6),
+        ("dr_grpo", {}, 1.1 / 6),  # max_len 3: B * L = 2 * 3
         ("dapo", {}, 1.1 / 5),
         ("dapo", {"num_active_tokens": 11}, 1.1 / 11),
     ],
 )
 def test_policy_loss_aggregations(agg, kw, want):
     lp, old, adv, mask = _batch()
-    loss, m = policy_loss(lp, old, adv, mask, LossConfig(aggregation=agg), **kw)
+    loss, m = policy_loss(lp, old, adv, mask, LossConfig(aggregation=agg, max_len=3), **kw)
     assert loss.item() == pytest.approx(want, abs=1e-6)
     assert m["loss"] == pytest.approx(want, abs=1e-6)
     assert m["clip_frac"] == pytest.approx(0.4)  # (0,1) high-clipped, (1,1) low-clipped
     assert m["clip_frac_high"] == pytest.approx(0.2) and m["clip_frac_low"] == pytest.approx(0.2)
     assert m["ratio_mean"] == pytest.approx(4.8 / 5, abs=1e-6)
     assert m["kl"] == 0.0
+
+
+def test_policy_loss_dr_grpo_needs_fixed_max_len():
+    lp, old, adv, mask = _batch()
+    with pytest.raises(ValueError, match="max_len"):
+        policy_loss(lp, old, adv, mask, LossConfig(aggregation="dr_grpo"))
+    # the other modes do not read max_len
+    a, _ = policy_loss(lp, old, adv, mask, LossConfig(aggregation="grpo"))
+    b, _ = policy_loss(lp, old, adv, mask, LossConfig(aggregation="grpo", max_len=99))
+    assert a.item() == b.item()
 
 
 def test_policy_loss_dr_grpo_max_len_and_clip_higher():
@@ -146,3 +156,87 @@ def test_token_logprobs():
     assert out[0, 1].item() == pytest.approx(-math.log(3.0), abs=1e-6)
     ref = torch.log_softmax(logits, -1).gather(-1, torch.tensor([[[1], [2]]])).squeeze(-1)
     assert torch.allclose(out, ref)
+
+
+def test_policy_loss_kl_bias_correction_times_ratio_not_detached():
+    lp, old, adv, mask = _batch()
+    ref = lp.detach().clone()
+    ref[0, 1] += math.log(2.0)  # ratio there 1.5, k3 = 1 - ln 2; elsewhere ref = lp, k3 = 0
+    cfg = LossConfig(kl_coef=0.1, kl_bias_correction=True)
+    base, _ = policy_loss(lp, old, adv, mask, LossConfig())
+    loss, m = policy_loss(lp, old, adv, mask, cfg, ref_logprobs=ref)
+    assert loss.item() - base.item() == pytest.approx(0.1 * 1.5 * (1 - math.log(2.0)) / 6, abs=1e-7)
+    assert m["kl"] == pytest.approx(1.5 * (1 - math.log(2.0)) / 5, abs=1e-7)  # the corrected term
+    loss.backward()
+    # token (0,1) is clipped (no policy-gradient); d(ratio * k3)/d lp = ratio * k3 + ratio * (1 - e^(ref-lp))
+    # = 1.5 (1 - ln 2) + 1.5 (1 - 2) = -1.5 ln 2, times 0.1 / (3 tokens * 2 sequences)
+    assert lp.grad[0, 1].item() == pytest.approx(-0.025 * math.log(2.0), abs=1e-7)
+    lp.grad = None
+    plain, _ = policy_loss(lp, old, adv, mask, LossConfig(kl_coef=0.1), ref_logprobs=ref)
+    plain.backward()
+    assert lp.grad[0, 1].item() == pytest.approx(-1.0 / 60, abs=1e-7)  # 0.1 / 6 * (1 - 2)
+
+
+# --- TRL reference ----------------------------------------------------------------------------
+# Transcribed from huggingface/trl v1.9.0 (commit 35def3ee000a87f6839e66f4b7749b06274ed1b3; same
+# lines at main f2cd5771), trl/trainer/grpo_trainer.py, GRPOTrainer._compute_loss, lines 3057-3142:
+# token-level importance sampling, delta=None, no vLLM correction, one process, no gradient
+# accumulation (TRL then divides grpo/bnpo/dr_grpo by 1).
+def trl_compute_loss(per_token_logps, old_per_token_logps, ref_per_token_logps, advantages, mask, loss_type,
+                     beta, epsilon_low, epsilon_high, max_completion_length, num_items_in_batch,
+                     use_bias_correction_kl):
+    if advantages.dim() == 1:
+        advantages = advantages.unsqueeze(1)
+    log_ratio = per_token_logps - old_per_token_logps
+    coef_1 = torch.exp(log_ratio)
+    if beta != 0.0:
+        per_token_kl = (
+            torch.exp(ref_per_token_logps - per_token_logps) - (ref_per_token_logps - per_token_logps) - 1
+        )
+        if use_bias_correction_kl:
+            per_token_kl = per_token_kl * coef_1
+    coef_2 = torch.clamp(coef_1, 1 - epsilon_low, 1 + epsilon_high)
+    per_token_loss1 = coef_1 * advantages
+    per_token_loss2 = coef_2 * advantages
+    per_token_loss = -torch.min(per_token_loss1, per_token_loss2)
+    if beta != 0.0:
+        per_token_loss = per_token_loss + beta * per_token_kl
+    if loss_type == "grpo":
+        loss = ((per_token_loss * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).mean()
+    elif loss_type == "bnpo":
+        loss = (per_token_loss * mask).sum() / mask.sum().clamp(min=1.0)
+    elif loss_type == "dr_grpo":
+        loss = (per_token_loss * mask).sum() / (per_token_loss.size(0) * max_completion_length)
+    else:  # dapo
+        normalizer = num_items_in_batch.clamp(min=1.0) / 1
+        loss = (per_token_loss * mask).sum() / normalizer
+    return loss
+
+
+@pytest.mark.parametrize("agg", ["grpo", "dr_grpo", "dapo", "bnpo"])
+@pytest.mark.parametrize("bias_correction", [False, True])
+@pytest.mark.parametrize("token_adv", [False, True])
+def test_policy_loss_matches_trl_compute_loss(agg, bias_correction, token_adv):
+    g = torch.Generator().manual_seed(7)
+    b, t = 6, 9
+    old = -torch.rand(b, t, generator=g) * 3
+    lp0 = old + 0.4 * torch.randn(b, t, generator=g)  # ratios on both sides of the clip range
+    ref = lp0 + 0.3 * torch.randn(b, t, generator=g)
+    adv = torch.randn(b, t, generator=g) if token_adv else torch.randn(b, generator=g)
+    mask = (torch.rand(b, t, generator=g) < 0.7).long()
+    mask[2] = 0  # a sequence with no active token
+    n_items = torch.tensor(float(mask.sum() + 5))  # dapo: the step's count, larger than this batch's
+    cfg = LossConfig(clip_eps=0.2, clip_eps_high=0.28, aggregation=agg, kl_coef=0.04, max_len=12,
+                     kl_bias_correction=bias_correction)
+    lp = lp0.clone().requires_grad_(True)
+    ours, _ = policy_loss(lp, old, adv, mask, cfg, ref_logprobs=ref,
+                          num_active_tokens=n_items if agg == "dapo" else None)
+    ours.backward()
+    lp_trl = lp0.clone().requires_grad_(True)
+    theirs = trl_compute_loss(lp_trl, old, ref, adv, mask, agg, 0.04, 0.2, 0.28, 12, n_items, bias_correction)
+    theirs.backward()
+    assert ours.item() == theirs.item()  # the same operations in the same order: bit-identical
+    # gradients: identical, except that with the bias correction autograd adds the ratio's two uses
+    # in another order (measured 1e-9 .. 4e-9)
+    assert (lp.grad - lp_trl.grad).abs().max().item() <= (1e-7 if bias_correction else 0.0)
+    assert lp.grad.abs().max().item() > 1e-3  # a real gradient, not two zeros

@@ -128,7 +128,9 @@ def test_rzero_like_ledger_and_what_cannot_be_computed(tmp_path):
     assert ins["bearing_rate"]["value"] == pytest.approx(2 / 4)
     assert ins["bearing_rate"]["extra"]["k_values"] == [10]
     assert ins["pseudo_label_accuracy"]["value"] == pytest.approx(1 / 2)
-    assert ins["pseudo_label_accuracy"]["extra"]["judged_by"] == {"verdict": 2, "string": 0, "unjudged": 0}
+    assert ins["pseudo_label_accuracy"]["extra"]["n_unjudged"] == 0          # c: verdict 1 on '7', d: 0 on '2'
+    assert ins["pseudo_label_accuracy"]["extra"]["per_round"] == [
+        {"round": 1, "value": 0.5, "n": 2, "se": pytest.approx(0.5 ** 1.5), "n_unjudged": 0}]  # sqrt(.25 / 2)
     assert ins["abstention_share"]["value"] == 0.0 and ins["abstention_share"]["n"] == 4
     assert "no criteria" in ins["abstention_share"]["note"]
     for k in ("kappa_bar", "nu_bar", "lag", "doubt_share", "productive_rate_replicated"):

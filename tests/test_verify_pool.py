@@ -36,11 +36,11 @@ def test_many_cheap_items_batched_in_order(pool, capsys):
 
 
 def test_hung_item_times_out_and_pool_keeps_serving(pool):
-    t = time.monotonic()
     out = pool.map(sleep_item, [0, 30, 0, 0.01, 30, 0], timeout_s=0.5)
-    assert time.monotonic() - t < 0.5 * 2 + 2.0
     assert [v.value for v in out] == [1, None, 1, 1, None, 1]
     assert out[1].reason == "timeout" and out[4].reason == "timeout"
+    # killed at the limit, never before it: the recorded time is past the 0.5 s limit
+    assert all(out[i].detail == {"limit_s": 0.5} and out[i].elapsed_s > 0.5 for i in (1, 4))
     assert [v.value for v in pool.map(echo_item, [2, 3])] == [1, 0]
 
 
@@ -107,7 +107,6 @@ def adversarial_corpus(big: bool):
 
 def _check_corpus(items, timeout):
     with VerifierPool(workers=2, timeout_s=timeout, memory_mb=2048) as p:
-        t0 = time.monotonic()
         out = p.map(math_task, items)
         for (a, r), v in zip(items, out):
             assert isinstance(v, Verdict)
@@ -115,8 +114,8 @@ def _check_corpus(items, timeout):
             if v.value is None:
                 assert v.reason
             assert v.elapsed_s <= timeout + 1.0, (a[:40], v)
-        # serial bound: each item within timeout + 1 s
-        assert time.monotonic() - t0 <= len(items) * (timeout + 1.0)
+            if v.reason == "timeout":  # killed at the limit, never before it
+                assert v.detail["limit_s"] == timeout and v.elapsed_s > timeout, (a[:40], v)
         assert any(v.reason == "timeout" for v in out)  # the tower hangs math-verify
         assert out[0].value is None
         # the pool keeps serving afterwards

@@ -12,10 +12,11 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from coevo.audit.stats import Z95, Estimate, batch_bootstrap_ci, binomial_se, clustered_se
+from coevo.audit.stats import Z95, Estimate, batch_bootstrap_ci, binomial_se, clustered_se, interval_estimate
 
 __all__ = [
-    "bearing_indicator", "bearing_rate", "kappa_bar", "answer_mode", "nu_bar", "lag_bar",
+    "bearing_indicator", "bearing_rate", "kappa_indicator", "kappa_bar", "answer_mode", "nu_indicators", "nu_bar",
+    "lag_values", "lag_bar", "estimate_dict",
     "pseudo_label_accuracy", "false_agreement_mass", "abstention_share",
     "top_quartile_enrichment", "enrichment_se", "seed_range",
 ]
@@ -48,6 +49,11 @@ def _proportion(x: np.ndarray, clusters=None, batches=None, n_boot: int = 1000, 
     return Estimate(v, se, lo, hi, n, ex)
 
 
+def estimate_dict(e: Estimate) -> dict:
+    """The five numbers a step's metrics and the report keep of an Estimate."""
+    return {"value": e.value, "se": e.se, "ci_low": e.ci_low, "ci_high": e.ci_high, "n": e.n}
+
+
 def bearing_indicator(mu):
     """g = 1[0 < mu < 1] (SPEC notation; seed 000 §背景与动机: 「梯度承载」)."""
     a = np.asarray(mu, dtype=float)
@@ -62,6 +68,17 @@ def bearing_rate(mu, batches=None, n_boot: int = 1000, seed: int = 0) -> Estimat
     return _proportion(g, clusters=batches, batches=batches, n_boot=n_boot, seed=seed)
 
 
+def kappa_indicator(mu_screen, mu_confirm) -> tuple[np.ndarray, np.ndarray]:
+    """kappa's domain and its per-task values: the mask of tasks with 0 < mu_1 < 1 and a confirm
+    group (finite mu_2), and 1[0 < mu_2 < 1] on them (seed 000 §核心思路). NaN = no group."""
+    s = np.asarray(mu_screen, dtype=float)
+    c = np.asarray(mu_confirm, dtype=float)
+    if s.shape != c.shape:
+        raise ValueError("mu_screen and mu_confirm must have the same shape")
+    sel = bearing_indicator(s) & np.isfinite(c)
+    return sel, bearing_indicator(c[sel]).astype(float)
+
+
 def kappa_bar(mu_screen, mu_confirm, tasks=None, batches=None, n_boot: int = 1000,
               seed: int = 0) -> Estimate:
     """Replication rate kappa-bar = mean of 1[0 < mu_2 < 1] over screen-bearing tasks.
@@ -73,11 +90,7 @@ def kappa_bar(mu_screen, mu_confirm, tasks=None, batches=None, n_boot: int = 100
     The binomial SE is always in ``se_binomial``.
     """
     s = np.asarray(mu_screen, dtype=float)
-    c = np.asarray(mu_confirm, dtype=float)
-    if s.shape != c.shape:
-        raise ValueError("mu_screen and mu_confirm must have the same shape")
-    sel = bearing_indicator(s) & np.isfinite(c)
-    kap = bearing_indicator(c[sel]).astype(float)
+    sel, kap = kappa_indicator(s, mu_confirm)
     t = None if tasks is None else np.asarray(tasks)[sel]
     b = None if batches is None else np.asarray(batches)[sel]
     est = _proportion(kap, clusters=t, batches=b, n_boot=n_boot, seed=seed,
@@ -101,6 +114,21 @@ def answer_mode(answers: Sequence[Any]) -> tuple[Any, float]:
     return best, votes[best] / len(answers)
 
 
+def nu_indicators(nu, mode_share, mu, stable: float = 0.75) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """nu's domain and per-task flags: the mask of tasks with a known nu (1 = the 2K-answer mode equals
+    the reference, 0 = it does not; NaN = unknown) and 0 < mu < 1; on them the miss 1[nu = 0] and the
+    reference-in-doubt flag 1[miss and mode share >= ``stable``] (seed 000 §核心思路)."""
+    n = np.asarray(nu, dtype=float)
+    share = np.asarray(mode_share, dtype=float)
+    m = np.asarray(mu, dtype=float)
+    if not (n.shape == share.shape == m.shape):
+        raise ValueError("nu (mode_agrees), mode_share and mu must have the same shape")
+    dom = np.isfinite(n) & bearing_indicator(m)
+    miss = n[dom] < 0.5
+    doubt = miss & (np.nan_to_num(share[dom], nan=0.0) >= stable - 1e-12)
+    return dom, miss.astype(float), doubt.astype(float)
+
+
 def nu_bar(mode_agrees, mode_share, mu, stable: float = 0.75) -> dict:
     """Reference-anchor miss rate nu-bar and the reference-in-doubt share.
 
@@ -110,18 +138,23 @@ def nu_bar(mode_agrees, mode_share, mu, stable: float = 0.75) -> dict:
     A task with nu_i = 0 and mode share >= ``stable`` goes to the reference-in-doubt bucket.
     Returns ``{"nu_bar": Estimate, "doubt_share": Estimate}`` over the defined tasks.
     """
-    agree = np.asarray(mode_agrees, dtype=bool)
-    share = np.asarray(mode_share, dtype=float)
-    m = np.asarray(mu, dtype=float)
-    if not (agree.shape == share.shape == m.shape):
-        raise ValueError("mode_agrees, mode_share and mu must have the same shape")
-    d = bearing_indicator(m)
-    miss = (~agree[d]).astype(float)
-    doubt = ((~agree[d]) & (share[d] >= stable - 1e-12)).astype(float)
+    agree = np.asarray(mode_agrees, dtype=bool).astype(float)
+    _, miss, doubt = nu_indicators(agree, mode_share, mu, stable)
+    n_total = int(np.asarray(mu).size)
     return {
-        "nu_bar": _proportion(miss, n_total=int(m.size)),
-        "doubt_share": _proportion(doubt, n_total=int(m.size)),
+        "nu_bar": _proportion(miss, n_total=n_total),
+        "doubt_share": _proportion(doubt, n_total=n_total),
     }
+
+
+def lag_values(mu_pre, mu_post) -> tuple[np.ndarray, np.ndarray]:
+    """The lag's domain (both groups drawn: finite mu_pre and mu_post) and l = mu_pre - mu_post on it."""
+    a = np.asarray(mu_pre, dtype=float)
+    b = np.asarray(mu_post, dtype=float)
+    if a.shape != b.shape:
+        raise ValueError("mu_pre and mu_post must have the same shape")
+    ok = np.isfinite(a) & np.isfinite(b)
+    return ok, a[ok] - b[ok]
 
 
 def lag_bar(mu_pre, mu_post) -> Estimate:
@@ -130,12 +163,7 @@ def lag_bar(mu_pre, mu_post) -> Estimate:
     seed 000 §核心思路 (一步滞后落差). Value = mean lag with its SE; extras carry the
     median |l| that prediction P4 uses (>= 0.10 predicted, < 0.02 falsifies).
     """
-    a = np.asarray(mu_pre, dtype=float)
-    b = np.asarray(mu_post, dtype=float)
-    if a.shape != b.shape:
-        raise ValueError("mu_pre and mu_post must have the same shape")
-    ok = np.isfinite(a) & np.isfinite(b)
-    lag = a[ok] - b[ok]
+    _, lag = lag_values(mu_pre, mu_post)
     if lag.size == 0:
         return Estimate(float("nan"), n=0)
     return _mean_estimate(lag, {"median_abs": float(np.median(np.abs(lag)))})
@@ -159,33 +187,53 @@ def _valid_key(x) -> bool:
         return True
 
 
-def pseudo_label_accuracy(pseudo_labels: Sequence[Any], truth: Sequence[Any]) -> Estimate:
-    """Share of pseudo-labels equal to the oracle (or judge) answer.
+def _judged(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """The mask of judged values (None/NaN left out) and the judged values as a 0/1 array."""
+    ok = np.array([_valid_key(v) for v in values], dtype=bool)
+    return ok, np.array([float(bool(v)) for v, k in zip(values, ok) if k], dtype=float)
 
-    seed 002 (R-Zero: 79.0 -> 69.0 -> 63.0% per round) and seed 004 §二.1 (0.747 / 0.737).
-    Inputs are normalised answer keys or booleans; a ``None``/NaN truth (judge abstained)
-    is left out and counted in ``n_unjudged``.
+
+def pseudo_label_accuracy(verdicts: Sequence[Any], batches=None, tasks=None) -> Estimate:
+    """Pseudo-label accuracy: share of (pseudo-)labels that the oracle confirms.
+
+    seed 002 (R-Zero: 79.0 -> 69.0 -> 63.0% per round), seed 004 §二.1 (0.747 / 0.737).
+    ``verdicts``: per label, the value of the oracle's verdict *on that label* (1 / True = correct,
+    0 / False = wrong; None / NaN = the oracle or judge abstained, or there is no oracle: left out
+    and counted in ``extra["n_unjudged"]``). The one definition the summary, the audit and the
+    report use: an R-Zero majority-vote label or a SynCo/RGBC reference answer alike.
+    Without ``batches``: binomial SE and Wald interval. With ``batches`` (the step of each label):
+    the audit's interval rule (``coevo.audit.stats.interval_estimate``; ``tasks`` adds a
+    task-clustered SE).
     """
-    if len(pseudo_labels) != len(truth):
-        raise ValueError("pseudo_labels and truth must have the same length")
-    pairs = [(p, t) for p, t in zip(pseudo_labels, truth) if _valid_key(t)]
-    hit = np.array([p == t for p, t in pairs], dtype=float)
-    return _proportion(hit, n_unjudged=len(truth) - len(pairs))
+    ok, x = _judged(verdicts)
+    n_out = int((~ok).sum())
+    if batches is None:
+        return _proportion(x, n_unjudged=n_out)
+    t = None if tasks is None else np.asarray(tasks, dtype=object)[ok]
+    return interval_estimate(x, np.asarray(batches)[ok], t, n_unjudged=n_out)
 
 
 def false_agreement_mass(proposer_answers: Sequence[Any], solver_majority: Sequence[Any],
-                         truth: Sequence[Any]) -> Estimate:
-    """False-agreement mass FF: share of audited pairs where the proposer's answer equals the
-    solver majority and both differ from the truth. seed 004 §二.1 (4B 6.1%, 9B 8.8% at round 3).
-    Pairs with unknown truth are not audited (``n_unaudited``)."""
+                         truth: Sequence[Any], batches=None) -> Estimate:
+    """False-agreement mass FF: share of audited tasks where the proposer's answer equals the solver
+    majority and both differ from the truth (SPEC §4; seed 004 §二.1: 4B 6.1%, 9B 8.8% at round 3).
+
+    Needs an oracle: a task with unknown truth (None/NaN) is not audited (``n_unaudited``). Answers
+    are compared as normalised keys (the arithmetic world's canonical integers); a task with no
+    solver majority (None) counts as not agreeing. ``extra["agreement_rate"]``: share of audited
+    tasks where proposer and solver agree at all. ``batches`` as in :func:`pseudo_label_accuracy`.
+    """
     if not (len(proposer_answers) == len(solver_majority) == len(truth)):
         raise ValueError("inputs must have the same length")
-    rows = [(p, s, t) for p, s, t in zip(proposer_answers, solver_majority, truth) if _valid_key(t)]
+    ok = [_valid_key(t) for t in truth]
+    rows = [(p, s, t) for (p, s, t), k in zip(zip(proposer_answers, solver_majority, truth), ok) if k]
     ff = np.array([_valid_key(p) and p == s and p != t for p, s, t in rows], dtype=float)
     agree = np.array([_valid_key(p) and p == s for p, s, _ in rows], dtype=float)
-    est = _proportion(ff, n_unaudited=len(truth) - len(rows))
-    est.extra["agreement_rate"] = float(agree.mean()) if agree.size else float("nan")
-    return est
+    extra = {"n_unaudited": len(truth) - len(rows),
+             "agreement_rate": float(agree.mean()) if agree.size else float("nan")}
+    if batches is None:
+        return _proportion(ff, **extra)
+    return interval_estimate(ff, np.asarray(batches)[np.array(ok, dtype=bool)], **extra)
 
 
 def abstention_share(w_abstained, w_total, r_tilde, r=None,

@@ -22,9 +22,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from coevo.audit.instruments import bearing_indicator
+from coevo.audit.instruments import bearing_indicator, kappa_indicator, lag_values, nu_indicators
 from coevo.audit.nullmodel import null_fit_error
-from coevo.audit.run_audit import N_BOOT, _arr, _f, _open, _screen, collect
+from coevo.audit.data import N_BOOT, collect, finite, float_array, open_ledger, screen_groups
 from coevo.audit.stats import Z95, bootstrap_stat, difference_se, interval_estimate
 from coevo.ledger import views
 
@@ -90,7 +90,7 @@ def _na(p: str, reason: str) -> Dict[str, Any]:
 
 
 def _res(p: str, value: float, lo, hi, n: int, unit: str, j: Dict[str, str], **extra) -> Dict[str, Any]:
-    return {"id": p, "claim": CLAIMS[p], "status": "evaluated", "value": _f(value), "ci_low": _f(lo), "ci_high": _f(hi),
+    return {"id": p, "claim": CLAIMS[p], "status": "evaluated", "value": finite(value), "ci_low": finite(lo), "ci_high": finite(hi),
             "n": int(n), "unit": unit, "verdict": j["verdict"], "line": j["line"], "extra": extra}
 
 
@@ -98,7 +98,7 @@ def _res(p: str, value: float, lo, hi, n: int, unit: str, j: Dict[str, str], **e
 def _load(run_dirs: Sequence[Path]) -> List[dict]:
     out = []
     for rd in run_dirs:
-        led = _open(rd)
+        led = open_ledger(rd)
         try:
             run_id = views.run_info(led)["run_id"]
             out.append(collect(led, run_id))
@@ -117,7 +117,7 @@ def _pool(datas: List[dict], audits: List[dict], cols: Sequence[str], which=None
             continue
         runs.append(a["run_dir"])
         for c in cols:
-            parts[c].append(_arr(ts[c]))
+            parts[c].append(float_array(ts[c]))
         batch += [f"{i}:{s}" for s in ts["step"]]
         task += [f"{i}:{t}" for t in ts["task_id"]]
     if not runs:
@@ -139,17 +139,16 @@ def _p1(datas, audits) -> dict:
         return _na("P1", "no run has task_stats (screen/confirm groups); R-Zero draws one group per task, so "
                    "kappa-bar needs a SynCo/RGBC run")
     s, c = P["mu_screen"], P["mu_confirm"]
-    sel = bearing_indicator(np.nan_to_num(s, nan=0.0)) & np.isfinite(c)
+    sel, kap = kappa_indicator(s, c)
     if not sel.any():
         return _na("P1", "no screen-bearing task has a confirm group in the runs given")
-    kap = bearing_indicator(c[sel]).astype(float)
     e = interval_estimate(kap, P["batch"][sel], P["task"][sel])
     first = P["step"][sel] == np.nanmin(P["step"][sel])
     j = judge(e.value, e.ci_low, e.ci_high, ("<=", 0.45),
               [(">=", 0.70, "the pool has a real frontier: the main axis is void, switch to 'how to widen the frontier band'")])
     return _res("P1", e.value, e.ci_low, e.ci_high, e.n, "share", j, interval="batch bootstrap over (run, step)",
-                se_task_clustered=_f(e.extra.get("se_task_clustered")), per_run=_per_run(audits, "kappa_bar"),
-                first_step_value=_f(kap[first].mean()), runs=P["runs"],
+                se_task_clustered=finite(e.extra.get("se_task_clustered")), per_run=_per_run(audits, "kappa_bar"),
+                first_step_value=finite(kap[first].mean()), runs=P["runs"],
                 note="P1's resolution: SE ~2.3 points at n=475 separates 0.45 from 0.70, not from 0.52 (seed 000)")
 
 
@@ -173,7 +172,7 @@ def _p2(datas, audits) -> dict:
             memo[key] = null_fit_error(tri3, k, grid=101)["error"]
         return memo[key]
     for d, a in zip(datas, audits):
-        sc = _screen(d)
+        sc = screen_groups(d)
         if sc is None or sc["mu"].size == 0:
             continue
         k_set = sorted({int(x) for x in sc["k"]})
@@ -219,10 +218,9 @@ def _p3(datas, audits) -> dict:
         return _na("P3", "no run has task_stats; nu-bar needs a reference answer (SynCo/RGBC); R-Zero's label is the "
                    "solver majority itself")
     mu = np.where(np.isfinite(P["mu_tilde"]), P["mu_tilde"], P["mu_screen"])
-    dfn = np.isfinite(P["nu"]) & bearing_indicator(np.nan_to_num(mu, nan=0.0))
+    dfn, miss, _ = nu_indicators(P["nu"], np.zeros_like(mu), mu)
     if not dfn.any():
         return _na("P3", "no task with a nu value and 0 < mu < 1 in the runs given")
-    miss = (P["nu"][dfn] < 0.5).astype(float)
     e = interval_estimate(miss, P["batch"][dfn], P["task"][dfn])
     j = judge(e.value, e.ci_low, e.ci_high, (">=", 0.05),
               [("<", 0.01, "the consensus check is already tight: the reference-answer evidence is void, step 5 cancelled"),
@@ -236,10 +234,9 @@ def _p4(datas, audits) -> dict:
     if P is None:
         return _na("P4", "no run has task_stats; the lag needs the same tasks sampled before and after the solver "
                    "update (RGBC), which R-Zero does not do")
-    ok = np.isfinite(P["mu_pre"]) & np.isfinite(P["mu_post"])
+    ok, lag = lag_values(P["mu_pre"], P["mu_post"])
     if not ok.any():
         return _na("P4", "mu_pre / mu_post are NULL in every run given (no before/after pair)")
-    lag = P["mu_pre"][ok] - P["mu_post"][ok]
     med = float(np.median(np.abs(lag)))
     bs = bootstrap_stat(lag, P["batch"][ok], lambda x: float(np.median(np.abs(x))), n_boot=N_BOOT)
     j = judge(med, bs["ci_low"], bs["ci_high"], (">=", 0.10),
@@ -254,11 +251,13 @@ def _rate_by_arm(datas, audits, role: str):
         return None, None
     s, c = P["mu_screen"], P["mu_confirm"]
     scr = np.isfinite(s)
-    g1 = bearing_indicator(np.nan_to_num(s, nan=0.0))
+    g1 = bearing_indicator(s)
     if not scr.any() or np.any(g1 & ~np.isfinite(c)):
         return None, P
-    both = (g1 & bearing_indicator(np.nan_to_num(c, nan=0.0)))[scr].astype(float)
-    return interval_estimate(both, P["batch"][scr], P["task"][scr]), P
+    sel, kap = kappa_indicator(s, c)
+    both = np.zeros(s.shape, dtype=float)  # P[g1 = 1 and g2 = 1]: kappa's indicator, 0 outside its domain
+    both[sel] = kap
+    return interval_estimate(both[scr], P["batch"][scr], P["task"][scr]), P
 
 
 def _p5(datas, audits) -> dict:
@@ -287,8 +286,8 @@ def _p5(datas, audits) -> dict:
     lo, hi = gain - Z95 * se, gain + Z95 * se
     j = judge(gain, lo, hi, (">=", 0.03), [("<", 0.01, "the two-stage sampling does not pay for its cost")])
     matched = bud["baseline"] is not None and bud["full"] is not None
-    return _res("P5", gain, lo, hi, eb.n + ef.n, "share (difference)", j, baseline=_f(eb.value), full=_f(ef.value),
-                se_binomial_difference=_f(difference_se(eb.value, eb.n, ef.value, ef.n)),
+    return _res("P5", gain, lo, hi, eb.n + ef.n, "share (difference)", j, baseline=finite(eb.value), full=finite(ef.value),
+                se_binomial_difference=finite(difference_se(eb.value, eb.n, ef.value, ef.n)),
                 interval="Wald with per-arm batch-bootstrap SEs over (run, step)",
                 train_rollouts_per_run=bud,
                 note=(f"budgets matched within ±{BUDGET_TOL:.0%}" if matched else
@@ -316,7 +315,7 @@ def _p6(datas, audits) -> dict:
     per, boots = {}, []
     rng = np.random.default_rng(0)
     for d, a in base:
-        sc = _screen(d)
+        sc = screen_groups(d)
         g = bearing_indicator(sc["mu"]).astype(float)
         per[str(a["seed"])] = float(g.mean())
         us = np.unique(sc["step"])

@@ -95,12 +95,8 @@ def print_audit(result: dict) -> None:
 
 # ---------------------------------------------------------------------- report section
 def _plot_series(run: dict) -> Optional[str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from coevo.report.html import _png
+    """The per-step series as a PNG data URI (None when there is none)."""
+    from coevo.report.plots import plt, png_data_uri
 
     series = [(k, run["instruments"][k]) for k in ("bearing_rate", "kappa_bar", "productive_rate_replicated",
                                                      "nu_bar", "lag", "pseudo_label_accuracy")
@@ -120,7 +116,7 @@ def _plot_series(run: dict) -> Optional[str]:
     ax.set_xlabel("step (batch)")
     ax.legend(fontsize=6)
     ax.set_title("Audit instruments per step (±1.96 binomial SE)")
-    return _png(fig)
+    return png_data_uri(fig)
 
 
 def audit_section_html(run_dir: Path, led: Ledger, run_id: str) -> str:
@@ -136,9 +132,11 @@ def audit_section_html(run_dir: Path, led: Ledger, run_id: str) -> str:
         body = "".join("<tr>" + "".join(f"<td style='text-align:left'>{H.escape(x)}</td>" for x in r) + "</tr>"
                        for r in rows)
         ul = "<ul>" + "".join(f"<li>cannot compute {H.escape(w)}</li>" for w in why) + "</ul>"
-        png = _plot_series(run)
-        fig = (f'<figure><img alt="audit per step" src="data:image/png;base64,{png}"/><figcaption>Audit instruments '
-               f'per step</figcaption></figure>') if png else "<p class=note>no per-step series to plot</p>"
+        from coevo.report.plots import figure_html
+
+        uri = _plot_series(run)
+        fig = (figure_html(uri, "Audit instruments per step", alt="audit per step") if uri
+               else "<p class=note>no per-step series to plot</p>")
         return (f"<h2>Audit</h2><p class=note>`coevo audit {H.escape(str(run_dir))}` — definitions in docs/audit.md. "
                 f"The interval column says how each interval was computed.</p><table><tr>{head}</tr>{body}</table>{ul}{fig}")
     except Exception as e:  # the report must not fail because of the audit

@@ -13,45 +13,35 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
-import yaml
 
 from coevo.audit.instruments import (
-    abstention_share, bearing_indicator, bearing_rate, false_agreement_mass, kappa_bar, lag_bar,
-    nu_bar, pseudo_label_accuracy, seed_range, top_quartile_enrichment,
+    abstention_share, bearing_indicator, false_agreement_mass, kappa_bar, kappa_indicator, lag_bar,
+    lag_values, nu_indicators, pseudo_label_accuracy, seed_range, top_quartile_enrichment,
 )
 from coevo.audit.nullmodel import invert_null_model, null_fit_error, null_model_shares
 from coevo.audit.stats import (
     Z95, Estimate, binomial_se, bootstrap_stat, clustered_se, interval_estimate, per_step_means, wilson_interval,
 )
+from coevo.audit.data import (
+    AuditError, collect, finite, float_array, open_ledger, read_config, screen_groups,
+)
 from coevo.ledger import views
-from coevo.ledger.store import open_run_ledger, Ledger, LedgerError
+from coevo.ledger.store import Ledger
 
 __all__ = ["AuditError", "audit_run", "audit_runs", "assemble_run", "HEADLINE"]
 
-N_BOOT = 1000
 # headline numbers whose seed-to-seed range is reported when several seeds of one recipe/arm are given
 HEADLINE = ("bearing_rate", "productive_rate_replicated", "kappa_bar", "nu_bar", "lag", "pseudo_label_accuracy",
             "false_agreement_mass", "eval_accuracy")
 
 
-class AuditError(Exception):
-    """A run directory that cannot be audited (no ledger, unreadable ledger, no run)."""
-
-
 # ---------------------------------------------------------------------- small helpers
-def _f(x) -> Optional[float]:
-    if x is None:
-        return None
-    x = float(x)
-    return x if np.isfinite(x) else None
-
-
 def _ok(label: str, est: Estimate, source: str, interval: str, note: str = "", **extra) -> Dict[str, Any]:
     ex = {k: v for k, v in est.extra.items()}
     interval = ex.pop("interval_method", interval)
     ex.update(extra)
-    return {"label": label, "status": "ok", "value": _f(est.value), "se": _f(est.se), "ci_low": _f(est.ci_low),
-            "ci_high": _f(est.ci_high), "n": int(est.n), "interval": interval, "source": source, "note": note,
+    return {"label": label, "status": "ok", "value": finite(est.value), "se": finite(est.se), "ci_low": finite(est.ci_low),
+            "ci_high": finite(est.ci_high), "n": int(est.n), "interval": interval, "source": source, "note": note,
             "extra": _jsonable(ex)}
 
 
@@ -65,7 +55,7 @@ def _jsonable(x):
     if isinstance(x, (list, tuple)):
         return [_jsonable(v) for v in x]
     if isinstance(x, (np.floating, float)):
-        return _f(x)
+        return finite(x)
     if isinstance(x, (np.integer,)):
         return int(x)
     if isinstance(x, np.bool_):
@@ -73,88 +63,11 @@ def _jsonable(x):
     return x
 
 
-# ---------------------------------------------------------------------- reading one run
-def _open(run_dir: Path) -> Ledger:
-    try:
-        return open_run_ledger(run_dir)
-    except LedgerError as e:
-        raise AuditError(str(e)) from None
-
-
-def _config(run_dir: Path, info: dict) -> dict:
-    p = Path(run_dir) / "config.yaml"
-    text = p.read_text() if p.is_file() else (info.get("config_yaml") or "")
-    try:
-        cfg = yaml.safe_load(text) or {}
-    except yaml.YAMLError:
-        cfg = {}
-    return cfg if isinstance(cfg, dict) else {}
-
-
-def _arr(col, dtype=float) -> np.ndarray:
-    if dtype is float:
-        return np.array([np.nan if v is None else float(v) for v in col], dtype=float)
-    return np.asarray(col, dtype=dtype)
-
-
-def _bearing_from_groups(g: dict) -> Optional[dict]:
-    """R-Zero: mu = share of a group's m answers that the oracle judges correct (abstentions left out)."""
-    if not g["n"]:
-        return None
-    n = _arr(g["n"]) - _arr(g["n_abstained"])
-    ok = n > 0
-    mu = np.where(ok, _arr(g["n_correct"]) / np.where(ok, n, 1), np.nan)
-    return {"mu": mu[ok], "step": _arr(g["step"])[ok].astype(int), "task": np.asarray(g["task_id"], dtype=object)[ok],
-            "k": _arr(g["n"])[ok].astype(int), "n_groups_all_abstained": int((~ok).sum())}
-
-
-def collect(led: Ledger, run_id: str) -> dict:
-    """Everything the instruments need, as arrays (I/O only; no statistics here)."""
-    ts = views.task_stats_rows(led, run_id)
-    d = {"groups": _bearing_from_groups(views.oracle_groups(led, run_id)),
-         "kept": views.kept_label_rows(led, run_id), "task_stats": ts if ts["task_id"] else None,
-         "verdict_groups": views.verdict_groups(led, run_id), "abstention_reasons": views.abstention_reasons(led, run_id),
-         "challenger": views.challenger_scores(led, run_id), "rounds": views.rounds_completed(led, run_id)}
-    rounds = d["rounds"]
-    d["eval_final"] = views.eval_accuracy(led, run_id, rounds[-1]) if rounds else None
-    d["eval_n"] = sum(views.eval_counts(led, run_id, rounds[-1]).values()) if rounds else 0
-    d["reward_rollouts"] = _reward_rollouts(views.step_metrics(led, run_id))
-    return d
-
-
-def _reward_rollouts(steps: List[dict]) -> Optional[int]:
-    """Reasoner rollouts that reach a reward over the run: screen + confirm (the budget seed
-    000 matches arms on; consensus rollouts are a validation cost and left out). None when
-    the recipe does not log them (R-Zero)."""
-    ms = [m["metrics"].get("rollouts") for m in steps if m["phase"] == "train"]
-    if not ms or any(not isinstance(r, dict) or "screen" not in r for r in ms):
-        return None
-    return int(sum(r["screen"] + r.get("confirm_train", 0) for r in ms))
-
-
 # ---------------------------------------------------------------------- instruments on one run
-def _screen(d: dict) -> Optional[dict]:
-    """Single-shot groups: task_stats screen groups if the recipe wrote them, else R-Zero oracle groups."""
-    ts = d["task_stats"]
-    if ts is not None:
-        mu = _arr(ts["mu_screen"])
-        ok = np.isfinite(mu)
-        k = _arr(ts["k_screen"])
-        return {"mu": mu[ok], "step": _arr(ts["step"])[ok].astype(int),
-                "task": np.asarray(ts["task_id"], dtype=object)[ok], "k": np.nan_to_num(k[ok]).astype(int),
-                "source": "task_stats.mu_screen (screen group of K; rows with NULL mu_screen = rejected before rollouts)",
-                "n_unscreened": int((~ok).sum())}
-    g = d["groups"]
-    if g is None:
-        return None
-    return dict(g, source="verdicts target='oracle' of solver rollouts purpose p_hat/candidate, grouped by task: "
-                          "mu = share of the m answers the oracle judges correct")
-
-
 def instruments_for(d: dict, recipe: str, doubt_stable: float = 0.75) -> Dict[str, dict]:
     """All instruments of one run from ``collect``'s arrays."""
     out: Dict[str, dict] = {}
-    sc = _screen(d)
+    sc = screen_groups(d)
     ts = d["task_stats"]
     # -- bearing rate
     if sc is None or sc["mu"].size == 0:
@@ -163,7 +76,6 @@ def instruments_for(d: dict, recipe: str, doubt_stable: float = 0.75) -> Dict[st
     else:
         g = bearing_indicator(sc["mu"]).astype(float)
         est = interval_estimate(g, sc["step"], sc["task"])
-        assert est.value == bearing_rate(sc["mu"]).value  # same number as the colleague's instrument
         est.extra["per_step"] = per_step_means(g, sc["step"])
         est.extra["k_values"] = sorted({int(x) for x in sc["k"]})
         out["bearing_rate"] = _ok("bearing rate P[0<mu<1]", est, sc["source"],
@@ -212,7 +124,7 @@ def _null_model(sc: dict) -> dict:
         fit = null_fit_error(tri, k)
         inv = invert_null_model(*tri, k=k) if fit["error"] < 1e-3 else {"n_members": 0}
         res[name] = {"steps": [int(s) for s in ss], "n": int(sel.sum()), "observed": tri, "fit": fit,
-                     "kappa_bar_range": [_f(inv.get("kappa_bar_min")), _f(inv.get("kappa_bar_max"))]
+                     "kappa_bar_range": [finite(inv.get("kappa_bar_min")), finite(inv.get("kappa_bar_max"))]
                      if inv.get("n_members") else None,
                      "predicted": list(null_model_shares(fit["w"], fit["p_hi"], fit["p_lo"], k))}
     err = max(res["first"]["fit"]["error"], res["last"]["fit"]["error"])
@@ -222,126 +134,122 @@ def _null_model(sc: dict) -> dict:
                note="value = the larger max-abs error (share units) of the best two-point pool over the two buckets")
 
 
+_SC_LABELS = {"kappa_bar": "kappa-bar (replication rate)", "productive_rate_replicated": "productive rate, "
+              "replicated P[g1=1, g2=1]", "nu_bar": "nu-bar (reference-anchor miss rate)",
+              "doubt_share": "reference-in-doubt share", "lag": "lag l-bar = mu_pre - mu_post"}
+
+
 def _screen_confirm(ts: Optional[dict], why: str, stable: float = 0.75) -> Dict[str, dict]:
-    L = {"kappa_bar": "kappa-bar (replication rate)", "productive_rate_replicated": "productive rate, replicated "
-         "P[g1=1, g2=1]", "nu_bar": "nu-bar (reference-anchor miss rate)",
-         "doubt_share": "reference-in-doubt share", "lag": "lag l-bar = mu_pre - mu_post"}
+    """kappa-bar, the replicated productive rate, nu-bar, the doubt share and the lag over task_stats
+    columns: the per-task indicators of coevo.audit.instruments with the audit's intervals."""
     if ts is None:
-        return {k: _na(lab, why) for k, lab in L.items()}
-    out = {}
-    step = _arr(ts["step"]).astype(int)
+        return {k: _na(lab, why) for k, lab in _SC_LABELS.items()}
+    step = float_array(ts["step"]).astype(int)
     task = np.asarray(ts["task_id"], dtype=object)
-    s, c = _arr(ts["mu_screen"]), _arr(ts["mu_confirm"])
-    sel = bearing_indicator(np.nan_to_num(s, nan=0.0)) & np.isfinite(c)
-    if sel.sum() == 0:
-        why_k = ("no task has both a mixed screen group and a confirm group (this arm draws no confirm group)"
-                 if bearing_indicator(np.nan_to_num(s, nan=0.0)).any() else "no screen group was mixed (0 < mu_1 < 1)")
-        out["kappa_bar"] = _na(L["kappa_bar"], why_k, "task_stats.mu_screen, mu_confirm")
-        out["productive_rate_replicated"] = _na(L["productive_rate_replicated"], why_k, "task_stats")
-    else:
-        kap = bearing_indicator(c[sel]).astype(float)
-        est = interval_estimate(kap, step[sel], task[sel])
-        k_inst = kappa_bar(s, c, tasks=task, batches=step, n_boot=N_BOOT)  # the colleague's instrument, for its extras
-        est.extra.update({"n_screened": k_inst.extra["n_screened"], "n_screen_bearing": k_inst.extra["n_screen_bearing"]})
-        se_t = est.extra.get("se_task_clustered", float("nan"))
-        se_t = se_t if np.isfinite(se_t) else est.extra["se_binomial"]
-        v = est.value
-        est.extra["ci_task_clustered"] = list(wilson_interval(v, v * (1 - v) / se_t ** 2 if 0 < v < 1 and se_t > 0
-                                                              else float(est.n)))
-        est.extra["per_step"] = per_step_means(kap, step[sel])
-        out["kappa_bar"] = _ok(L["kappa_bar"], est, "task_stats.mu_screen, mu_confirm (only tasks with 0<mu_screen<1 "
-                               "and a confirm group)", "batch bootstrap (steps)")
-        scr = np.isfinite(s)
-        both = (bearing_indicator(np.nan_to_num(s, nan=0.0)) & np.isfinite(c) & bearing_indicator(np.nan_to_num(c, nan=0.0)))
-        drawn = np.where(bearing_indicator(np.nan_to_num(s, nan=0.0)), np.isfinite(c), True)
-        if not drawn[scr].all():
-            out["productive_rate_replicated"] = _na(L["productive_rate_replicated"],
-                                                    f"{int((~drawn[scr]).sum())} mixed screen groups have no confirm group")
-        else:
-            pr = both[scr].astype(float)
-            e2 = interval_estimate(pr, step[scr], task[scr])
-            e2.extra["per_step"] = per_step_means(pr, step[scr])
-            out["productive_rate_replicated"] = _ok(L["productive_rate_replicated"], e2, "task_stats: 1[0<mu_screen<1 "
-                                                    "and 0<mu_confirm<1] over screened tasks", "batch bootstrap (steps)")
-    # nu-bar and the reference-in-doubt bucket
-    nu = _arr(ts["nu"])
-    mu = np.where(np.isfinite(_arr(ts["mu_tilde"])), _arr(ts["mu_tilde"]), s)
-    dfn = np.isfinite(nu) & bearing_indicator(np.nan_to_num(mu, nan=0.0))
-    if dfn.sum() == 0:
-        r = "no task with a nu value and 0 < mu < 1 (nu is defined only on mixed tasks with a reference answer)"
-        out["nu_bar"] = _na(L["nu_bar"], r, "task_stats.nu")
-        out["doubt_share"] = _na(L["doubt_share"], r, "task_stats.nu, mode_share")
-    else:
-        share = np.nan_to_num(_arr(ts["mode_share"]), nan=0.0)
-        res = nu_bar(nu[dfn] >= 0.5, share[dfn], mu[dfn], stable=stable)
-        for key, inst in (("nu_bar", res["nu_bar"]), ("doubt_share", res["doubt_share"])):
-            x = ((nu[dfn] < 0.5) if key == "nu_bar" else ((nu[dfn] < 0.5) & (share[dfn] >= stable - 1e-12))).astype(float)
-            est = interval_estimate(x, step[dfn], task[dfn], n_total=int(len(nu)))
-            assert abs(est.value - inst.value) < 1e-12  # same number as the colleague's instrument
-            est.extra["per_step"] = per_step_means(x, step[dfn])
-            if key == "doubt_share":
-                rec = [v for v, ok in zip(ts["in_doubt"], dfn) if ok and v is not None]
-                est.extra["recorded_in_doubt"] = int(sum(bool(v) for v in rec))
-            out[key] = _ok(L[key], est, "task_stats.nu (1 = mode of the 2K answers equals the reference), mode_share, "
-                           "mu_tilde (mu_screen if NULL); only 0 < mu < 1", "batch bootstrap (steps)")
-    # lag
-    pre, post = _arr(ts["mu_pre"]), _arr(ts["mu_post"])
-    ok = np.isfinite(pre) & np.isfinite(post)
-    if ok.sum() == 0:
-        out["lag"] = _na(L["lag"], "no task sampled both before and after the Reasoner update (mu_pre / mu_post NULL)",
-                         "task_stats.mu_pre, mu_post")
-    else:
-        est = lag_bar(pre, post)
-        lag = pre[ok] - post[ok]
-        bs = bootstrap_stat(lag, step[ok], lambda x: float(np.median(np.abs(x))))
-        est.extra["median_abs_ci"] = [bs["ci_low"], bs["ci_high"]]
-        est.extra["se_batch_clustered"] = clustered_se(lag, step[ok])
-        est.extra["per_step"] = per_step_means(lag, step[ok])
-        out["lag"] = _ok(L["lag"], est, "task_stats.mu_pre, mu_post", "Wald (tasks); median: batch bootstrap")
+    out = _kappa(ts, step, task)
+    out.update(_nu(ts, step, task, stable))
+    out["lag"] = _lag(ts, step)
     return out
 
 
+def _kappa(ts: dict, step: np.ndarray, task: np.ndarray) -> Dict[str, dict]:
+    L, out = _SC_LABELS, {}
+    s, c = float_array(ts["mu_screen"]), float_array(ts["mu_confirm"])
+    sel, kap = kappa_indicator(s, c)
+    g1 = bearing_indicator(s)
+    if sel.sum() == 0:
+        why_k = ("no task has both a mixed screen group and a confirm group (this arm draws no confirm group)"
+                 if g1.any() else "no screen group was mixed (0 < mu_1 < 1)")
+        out["kappa_bar"] = _na(L["kappa_bar"], why_k, "task_stats.mu_screen, mu_confirm")
+        out["productive_rate_replicated"] = _na(L["productive_rate_replicated"], why_k, "task_stats")
+        return out
+    est = interval_estimate(kap, step[sel], task[sel])
+    k_inst = kappa_bar(s, c)
+    est.extra.update({"n_screened": k_inst.extra["n_screened"], "n_screen_bearing": k_inst.extra["n_screen_bearing"]})
+    se_t = est.extra.get("se_task_clustered", float("nan"))
+    se_t = se_t if np.isfinite(se_t) else est.extra["se_binomial"]
+    v = est.value
+    est.extra["ci_task_clustered"] = list(wilson_interval(v, v * (1 - v) / se_t ** 2 if 0 < v < 1 and se_t > 0
+                                                          else float(est.n)))
+    est.extra["per_step"] = per_step_means(kap, step[sel])
+    out["kappa_bar"] = _ok(L["kappa_bar"], est, "task_stats.mu_screen, mu_confirm (only tasks with 0<mu_screen<1 "
+                           "and a confirm group)", "batch bootstrap (steps)")
+    scr = np.isfinite(s)
+    drawn = np.where(g1, np.isfinite(c), True)
+    if not drawn[scr].all():
+        out["productive_rate_replicated"] = _na(L["productive_rate_replicated"],
+                                                f"{int((~drawn[scr]).sum())} mixed screen groups have no confirm group")
+        return out
+    both = np.zeros(s.shape, dtype=float)  # P[g1 = 1 and g2 = 1]: kappa's indicator, 0 outside its domain
+    both[sel] = kap
+    pr = both[scr]
+    e2 = interval_estimate(pr, step[scr], task[scr])
+    e2.extra["per_step"] = per_step_means(pr, step[scr])
+    out["productive_rate_replicated"] = _ok(L["productive_rate_replicated"], e2, "task_stats: 1[0<mu_screen<1 "
+                                            "and 0<mu_confirm<1] over screened tasks", "batch bootstrap (steps)")
+    return out
+
+
+def _nu(ts: dict, step: np.ndarray, task: np.ndarray, stable: float) -> Dict[str, dict]:
+    L = _SC_LABELS
+    nu, s = float_array(ts["nu"]), float_array(ts["mu_screen"])
+    mu = np.where(np.isfinite(float_array(ts["mu_tilde"])), float_array(ts["mu_tilde"]), s)
+    dfn, miss, doubt = nu_indicators(nu, float_array(ts["mode_share"]), mu, stable)
+    if dfn.sum() == 0:
+        r = "no task with a nu value and 0 < mu < 1 (nu is defined only on mixed tasks with a reference answer)"
+        return {"nu_bar": _na(L["nu_bar"], r, "task_stats.nu"),
+                "doubt_share": _na(L["doubt_share"], r, "task_stats.nu, mode_share")}
+    out = {}
+    for key, x in (("nu_bar", miss), ("doubt_share", doubt)):
+        est = interval_estimate(x, step[dfn], task[dfn], n_total=int(len(nu)))
+        est.extra["per_step"] = per_step_means(x, step[dfn])
+        if key == "doubt_share":
+            rec = [v for v, ok in zip(ts["in_doubt"], dfn) if ok and v is not None]
+            est.extra["recorded_in_doubt"] = int(sum(bool(v) for v in rec))
+        out[key] = _ok(L[key], est, "task_stats.nu (1 = mode of the 2K answers equals the reference), mode_share, "
+                       "mu_tilde (mu_screen if NULL); only 0 < mu < 1", "batch bootstrap (steps)")
+    return out
+
+
+def _lag(ts: dict, step: np.ndarray) -> dict:
+    pre, post = float_array(ts["mu_pre"]), float_array(ts["mu_post"])
+    ok, lag = lag_values(pre, post)
+    if ok.sum() == 0:
+        return _na(_SC_LABELS["lag"], "no task sampled both before and after the Reasoner update (mu_pre / mu_post "
+                   "NULL)", "task_stats.mu_pre, mu_post")
+    est = lag_bar(pre, post)
+    bs = bootstrap_stat(lag, step[ok], lambda x: float(np.median(np.abs(x))))
+    est.extra["median_abs_ci"] = [bs["ci_low"], bs["ci_high"]]
+    est.extra["se_batch_clustered"] = clustered_se(lag, step[ok])
+    est.extra["per_step"] = per_step_means(lag, step[ok])
+    return _ok(_SC_LABELS["lag"], est, "task_stats.mu_pre, mu_post", "Wald (tasks); median: batch bootstrap")
+
+
 def _pseudo_label(d: dict, ts: Optional[dict]) -> dict:
+    """One definition (coevo.audit.instruments.pseudo_label_accuracy): the oracle verdict on each label.
+    SynCo/RGBC: the Synthesizer's reference answer (task_stats.reference_correct); R-Zero: the kept
+    majority-vote labels (the oracle verdict on a candidate rollout whose answer is the label)."""
     label = "pseudo-label accuracy vs oracle"
     if ts is not None and any(v is not None for v in ts["reference_correct"]):
-        rc = ts["reference_correct"]
-        truth = [None if v is None else True for v in rc]
-        pl = [None if v is None else bool(v) for v in rc]
-        est = pseudo_label_accuracy(pl, truth)
-        ok = np.array([v is not None for v in rc])
-        x = np.array([bool(v) for v in rc if v is not None], dtype=float)
-        e = interval_estimate(x, _arr(ts["step"]).astype(int)[ok], n_unjudged=est.extra["n_unjudged"])
+        e = pseudo_label_accuracy(ts["reference_correct"], batches=float_array(ts["step"]).astype(int))
         return _ok("reference-answer accuracy vs oracle", e, "task_stats.reference_correct (the Synthesizer's reference "
                    "answer judged against the oracle)", "batch bootstrap (steps)")
     k = d["kept"]
     if not k["task_id"]:
         return _na(label, "no kept candidate tasks with a pseudo-label (the recipe writes no majority-vote labels)"
                    if ts is None else "task_stats.reference_correct is NULL everywhere (no oracle or judge)")
-    # truth = the oracle verdict on a rollout whose answer is the label; string equality when none exists
-    hit: List[Any] = []
-    how = {"verdict": 0, "string": 0, "unjudged": 0}
-    for pl, oa, v in zip(k["pseudo_label"], k["oracle_answer"], k["label_verdict"]):
-        if v is not None:
-            hit.append(bool(v)); how["verdict"] += 1
-        elif oa is not None and pl is not None:
-            hit.append(pl == oa); how["string"] += 1
-        else:
-            hit.append(None); how["unjudged"] += 1
-    ok = np.array([h is not None for h in hit])
-    if not ok.any():
-        return _na(label, "no oracle answer and no oracle verdict for the kept pseudo-labels (world without oracle; "
-                   "a judge would be needed)")
-    est = pseudo_label_accuracy([bool(h) for h in hit if h is not None], [True] * int(ok.sum()))
-    x = np.array([bool(h) for h in hit if h is not None], dtype=float)
-    steps = _arr(k["step"]).astype(int)[ok]
-    e = interval_estimate(x, steps, n_unjudged=how["unjudged"], judged_by=how)
-    assert abs(e.value - est.value) < 1e-12
-    rounds = _arr(k["round"]).astype(int)[ok]
-    e.extra["per_round"] = [{"round": int(r), "value": float(x[rounds == r].mean()), "n": int((rounds == r).sum()),
-                             "se": binomial_se(float(x[rounds == r].mean()), int((rounds == r).sum()))}
-                            for r in np.unique(rounds)]
-    return _ok(label, e, "tasks source='candidate' AND kept: pseudo_label vs the oracle verdict on a candidate rollout "
-               "with that answer (string equality with oracle_answer when none)", "batch bootstrap (steps); binomial if one step")
+    v = k["label_verdict"]
+    if all(x is None for x in v):
+        return _na(label, "no oracle verdict for any kept pseudo-label (world without oracle; a judge would be needed)")
+    e = pseudo_label_accuracy(v, batches=float_array(k["step"]).astype(int))
+    rounds = np.asarray(k["round"], dtype=int)
+    e.extra["per_round"] = []
+    for r in np.unique(rounds):
+        er = pseudo_label_accuracy([x for x, rr in zip(v, rounds) if rr == r])
+        e.extra["per_round"].append({"round": int(r), "value": er.value, "n": er.n, "se": er.se,
+                                     "n_unjudged": er.extra["n_unjudged"]})
+    return _ok(label, e, "tasks source='candidate' AND kept: the oracle verdict on a candidate rollout whose answer "
+               "is the pseudo-label (abstentions left out, counted in n_unjudged)", "batch bootstrap (steps)")
 
 
 def _ff(ts: Optional[dict], recipe: str) -> dict:
@@ -362,11 +270,7 @@ def _ff(ts: Optional[dict], recipe: str) -> dict:
         return _na(label, "task_stats.proposer_answer is NULL everywhere (no proposer answer recorded)")
     if all(t is None for t in truth):
         return _na(label, "no truth for any task (no oracle answer, reference_correct NULL)")
-    est = false_agreement_mass(pa, mode, truth)
-    audited = np.array([t is not None for t in truth])
-    x = np.array([p is not None and p == m and p != t for p, m, t in zip(pa, mode, truth) if t is not None], dtype=float)
-    e = interval_estimate(x, _arr(ts["step"]).astype(int)[audited], n_unaudited=est.extra["n_unaudited"],
-                      agreement_rate=est.extra["agreement_rate"])
+    e = false_agreement_mass(pa, mode, truth, batches=float_array(ts["step"]).astype(int))
     return _ok(label, e, "task_stats.proposer_answer (Synthesizer reference), mode_answer (solver majority), "
                "tasks.oracle_answer", "batch bootstrap (steps)")
 
@@ -376,9 +280,9 @@ def _phi(d: dict) -> dict:
     vg = d["verdict_groups"]
     if not vg["n"]:
         return _na(label, "no verdicts in the ledger")
-    n = _arr(vg["n"])
-    na = _arr(vg["n_abstained"])
-    r_t = _arr(vg["n_pass"]) / n  # fixed-denominator score: abstentions count in W, not in the numerator
+    n = float_array(vg["n"])
+    na = float_array(vg["n_abstained"])
+    r_t = float_array(vg["n_pass"]) / n  # fixed-denominator score: abstentions count in W, not in the numerator
     est = abstention_share(na, n, r_t)
     crit = any(c for c in vg["criterion_id"])
     est.extra["reasons"] = d["abstention_reasons"]
@@ -396,8 +300,8 @@ def _enrichment(d: dict, sc: Optional[dict], ts: Optional[dict]) -> Dict[str, di
     label = "top-quartile enrichment"
     out = {}
     if ts is not None:
-        rew, mu = _arr(ts["reward"]), _arr(ts["mu_screen"])
-        c = _arr(ts["mu_confirm"])
+        rew, mu = float_array(ts["reward"]), float_array(ts["mu_screen"])
+        c = float_array(ts["mu_confirm"])
         ok = np.isfinite(rew) & np.isfinite(mu) & np.isfinite(c)
         if ok.sum() >= 4 and bearing_indicator(c[ok]).any():
             est = top_quartile_enrichment(rew[ok], bearing_indicator(c[ok]).astype(float))
@@ -438,14 +342,14 @@ def _enrichment(d: dict, sc: Optional[dict], ts: Optional[dict]) -> Dict[str, di
 # ---------------------------------------------------------------------- public API
 def audit_run(run_dir: Path) -> dict:
     run_dir = Path(run_dir)
-    led = _open(run_dir)
+    led = open_ledger(run_dir)
     try:
         try:
             info = views.run_info(led)
         except Exception as e:
             raise AuditError(f"{run_dir}: {e}") from None
         run_id = info["run_id"]
-        cfg = _config(run_dir, info)
+        cfg = read_config(run_dir, info)
         d = collect(led, run_id)
     finally:
         led.close()
@@ -455,7 +359,7 @@ def audit_run(run_dir: Path) -> dict:
 def assemble_run(run_dir: Path, led: Ledger, run_id: str) -> dict:
     """The audit of one run from an already open ledger (the report uses this)."""
     info = views.run_info(led)
-    return _assemble(Path(run_dir), info, _config(Path(run_dir), info), collect(led, run_id))
+    return _assemble(Path(run_dir), info, read_config(Path(run_dir), info), collect(led, run_id))
 
 
 def _assemble(run_dir: Path, info: dict, cfg: dict, d: dict) -> dict:
@@ -487,7 +391,7 @@ def _seed_ranges(runs: List[dict]) -> List[dict]:
                 if all(v.get("status") == "ok" and v.get("value") is not None for v in vals):
                     est = seed_range([v["value"] for v in vals], labels=seeds)
                     entry["metrics"][key] = {"range": est.extra["range"], "min": est.extra["min"], "max": est.extra["max"],
-                                             "mean": est.value, "se_across_seeds": _f(est.se),
+                                             "mean": est.value, "se_across_seeds": finite(est.se),
                                              "per_seed": dict(zip([str(s) for s in seeds], est.extra["per_run"])),
                                              "per_seed_se": [v.get("se") for v in vals]}
         out.append(entry)

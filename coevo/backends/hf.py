@@ -25,20 +25,20 @@ from __future__ import annotations
 
 import copy
 import math
-import string
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
 import torch
 
-from coevo.backends.base import Completion, LossConfig, SamplingParams
+from coevo.backends.base import STREAMS, Completion, LossConfig, SamplingParams
+from coevo.backends.tiny import completion_rows
+from coevo.backends.tokenizer import CHAT_TEMPLATE, make_char_tokenizer  # noqa: F401  (re-exported)
+from coevo.backends.tokenizer import StopOnNewText, cut_at_stop
 
-CHAT_TEMPLATE = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
+_cut_at_stop = cut_at_stop  # the name tests/test_hf_backend.py imports
 
+AUDIT_SEED_OFFSET = 1 << 40  # the "audit" stream's seeds: seed * 100003 + audit_calls + 2**40
 
 # ---------------------------------------------------------------------------- building blocks
 def pick_dtype(dtype: str | torch.dtype | None, device: str) -> torch.dtype:
@@ -51,29 +51,6 @@ def pick_dtype(dtype: str | torch.dtype | None, device: str) -> torch.dtype:
         return torch.float32
     return {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp32": torch.float32, "float32": torch.float32,
             "fp16": torch.float16, "float16": torch.float16}[str(dtype)]
-
-
-def make_char_tokenizer(vocab_size: int | None = None):
-    """An offline character-level tokenizer with a ChatML template (tests, gpu_check).
-
-    ``vocab_size`` pads the vocabulary with filler tokens ``<t123>`` so a model with a
-    real-sized vocabulary (Qwen: 151,936) can sample any id and still decode.
-    """
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    special = ["<pad>", "<|im_start|>", "<|im_end|>", "<unk>"]
-    words = special + list(string.printable)
-    if vocab_size is not None:
-        words += [f"<t{i}>" for i in range(len(words), vocab_size)]
-    vocab = {w: i for i, w in enumerate(words)}
-    t = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    t.pre_tokenizer = pre_tokenizers.Split("", "isolated")
-    t.decoder = decoders.Fuse()
-    t.add_special_tokens(special[:3])
-    tok = PreTrainedTokenizerFast(tokenizer_object=t, pad_token="<pad>", eos_token="<|im_end|>", unk_token="<unk>")
-    tok.chat_template = CHAT_TEMPLATE
-    return tok
 
 
 def tiny_llama(vocab_size: int, hidden: int = 64, layers: int = 2, heads: int = 4, seed: int = 0,
@@ -115,21 +92,6 @@ class _LogprobRecorder:
         if not self.steps:
             return torch.zeros(sequences.shape[0], 0)
         return torch.stack(self.steps, dim=1).cpu()
-
-
-class _StopOnNewText:
-    """Stopping criterion on the *generated* text only (transformers' ``stop_strings``
-    also matches across the prompt boundary, e.g. a prompt ending in a newline)."""
-
-    def __init__(self, tokenizer, stops: Sequence[str], prompt_len: int) -> None:
-        self.tok, self.stops, self.P = tokenizer, [s for s in stops if s], prompt_len
-        self.window = max(len(s) for s in self.stops) + 4
-
-    def __call__(self, input_ids: torch.Tensor, scores, **kwargs) -> torch.Tensor:
-        tails = input_ids[:, self.P:][:, -self.window:].tolist()
-        texts = self.tok.batch_decode(tails, skip_special_tokens=True)
-        return torch.tensor([any(s in t for s in self.stops) for t in texts], dtype=torch.bool,
-                            device=input_ids.device)
 
 
 class SharedBase:
@@ -209,7 +171,8 @@ class HFPolicy:
         self.old_logprobs = old_logprobs
         self.seed = seed
         self.updates = 0
-        self.sample_calls = 0
+        self.sample_calls = 0  # "train" stream counter
+        self.audit_calls = 0  # "audit" stream counter
         self.base_tag = base_tag
         self.ref_model = None
         self.opt = torch.optim.AdamW(list(self.trainable_params().values()), lr=lr, weight_decay=weight_decay,
@@ -245,21 +208,45 @@ class HFPolicy:
             return self.tokenizer(text + response_prefix, add_special_tokens=False)["input_ids"]
         return self.tokenizer(prompt + response_prefix)["input_ids"]
 
+    def tokenize(self, text: str) -> list[int]:
+        """Ids of ``text`` as inside a completion (no special tokens added)."""
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def next_seed(self, stream: str = "train") -> int:
+        """The seed of the next sampling call of ``stream`` (and advance that stream's counter):
+        "train" = ``seed * 100003 + sample_calls`` (as always), "audit" = ``seed * 100003 +
+        audit_calls + 2**40``, so audit calls never move the train counter."""
+        if stream not in STREAMS:
+            raise ValueError(f"SamplingParams.stream must be one of {STREAMS}, got {stream!r}")
+        if stream == "train":
+            self.sample_calls += 1
+            return self.seed * 100003 + self.sample_calls - 1
+        self.audit_calls += 1
+        return self.seed * 100003 + self.audit_calls - 1 + AUDIT_SEED_OFFSET
+
     # ------------------------------------------------------------------ sampling
     @torch.no_grad()
-    def sample(self, prompts: Sequence[str], n: int, sampling: SamplingParams) -> list[list[Completion]]:
+    def sample(self, prompts: Sequence[str], n: int, sampling: SamplingParams,
+               token_prefixes: Sequence[Sequence[int]] | None = None) -> list[list[Completion]]:
+        """n completions per prompt; ``token_prefixes[j]`` continue prompt j (after its template
+        and ``response_prefix``); draws seeded from ``sampling.stream`` (``next_seed``)."""
+        if token_prefixes is not None and len(token_prefixes) != len(prompts):
+            raise ValueError(f"{len(prompts)} prompts but {len(token_prefixes)} token_prefixes")
         self._activate()
         self.model.eval()
         out: list[list[Completion]] = []
         per_chunk = max(1, self.sample_batch // max(1, n))
         for i in range(0, len(prompts), per_chunk):
-            out.extend(self.sample_ids([self.format_prompt(p, sampling.response_prefix) for p in prompts[i:i + per_chunk]],
-                                       n, sampling, prompts=list(prompts[i:i + per_chunk])))
+            ids = [self.format_prompt(p, sampling.response_prefix) for p in prompts[i:i + per_chunk]]
+            if token_prefixes is not None:
+                ids = [a + list(b) for a, b in zip(ids, token_prefixes[i:i + per_chunk])]
+            out.extend(self.sample_ids(ids, n, sampling, prompts=list(prompts[i:i + per_chunk])))
         return out
 
     @torch.no_grad()
     def sample_ids(self, prompt_ids: list[list[int]], n: int, sp: SamplingParams,
-                   prompts: list[str] | None = None) -> list[list[Completion]]:
+                   prompts: list[str] | None = None, seed: int | None = None) -> list[list[Completion]]:
+        """Sample after given prompt ids; ``seed`` (a server request's) overrides the stream's."""
         from transformers import GenerationConfig, LogitsProcessorList, TemperatureLogitsWarper, TopPLogitsWarper
 
         self._activate()
@@ -283,13 +270,12 @@ class HFPolicy:
         gc = GenerationConfig(do_sample=not greedy, temperature=1.0, top_p=1.0, top_k=None if greedy else 0,
                               max_new_tokens=int(sp.max_new_tokens), num_return_sequences=int(n),
                               pad_token_id=pad, eos_token_id=tok.eos_token_id, return_dict_in_generate=True)
-        torch.manual_seed(self.seed * 100003 + self.sample_calls)
-        self.sample_calls += 1
+        torch.manual_seed(self.next_seed(sp.stream) if seed is None else int(seed))
         kw: dict[str, Any] = {}
         if sp.stop and any(sp.stop):
             from transformers import StoppingCriteriaList
 
-            kw["stopping_criteria"] = StoppingCriteriaList([_StopOnNewText(tok, sp.stop, P)])
+            kw["stopping_criteria"] = StoppingCriteriaList([StopOnNewText(tok, sp.stop, P)])
         res = self.model.generate(input_ids=ids.to(self.device), attention_mask=attn.to(self.device),
                                   generation_config=gc, logits_processor=LogitsProcessorList(procs), **kw)
         seqs = res.sequences.cpu()
@@ -306,7 +292,7 @@ class HFPolicy:
             toks, lp = toks[:cut], lp[:cut]
             text = tok.decode(toks, skip_special_tokens=True)
             if sp.stop:
-                k, text2, stop_hit = _cut_at_stop(tok, toks, text, sp.stop)
+                k, text2, stop_hit = cut_at_stop(tok, toks, text, sp.stop)
                 if stop_hit is not None:
                     toks, lp, text, finish = toks[:k], lp[:k], text2, "stop"
             prompt_text = prompts[j] if prompts is not None else tok.decode(prompt_ids[j])
@@ -320,23 +306,22 @@ class HFPolicy:
         return [comps[j * n:(j + 1) * n] for j in range(len(prompt_ids))]
 
     # ------------------------------------------------------------------ learning
-    def _micro_tensors(self, batch: Sequence[Completion]):
+    def _micro_tensors(self, batch: Sequence[Completion], advantages: Sequence[Any] | None = None):
+        """Right-padded ids; mask / old logprobs / advantages from the first position that predicts
+        a completion token (``start``) on; ``token_mask`` 0 tokens are masked (``completion_rows``)."""
         pad = self.tokenizer.pad_token_id
         seqs = [list(c.prompt_ids) + list(c.token_ids) for c in batch]
         T = max(len(s) for s in seqs)
         idx = torch.full((len(seqs), T), pad, dtype=torch.long)
         attn = torch.zeros((len(seqs), T), dtype=torch.long)
-        mask = torch.zeros((len(seqs), T), dtype=torch.float32)
-        old = torch.zeros((len(seqs), T), dtype=torch.float32)
-        for r, c in enumerate(batch):
-            s = seqs[r]
+        for r, s in enumerate(seqs):
             idx[r, :len(s)] = torch.tensor(s, dtype=torch.long)
             attn[r, :len(s)] = 1
-            P, L = len(c.prompt_ids), len(c.token_ids)
-            mask[r, P:P + L] = 1.0
-            old[r, P:P + L] = torch.tensor(list(c.logprobs)[:L] + [0.0] * max(0, L - len(c.logprobs)))
         start = max(0, min(len(c.prompt_ids) for c in batch) - 1)  # first position that predicts a completion token
-        return idx, attn, mask[:, start + 1:], old[:, start + 1:], start
+        mask, old, adv = completion_rows(batch, advantages, T - start - 1, offset=start + 1)
+        if advantages is None:
+            return idx, attn, mask, old, start
+        return idx, attn, mask, old, start, adv
 
     def _logprobs(self, idx, attn, start, temps, disable_adapter: bool = False, model=None) -> torch.Tensor:
         from coevo.rl.grpo import token_logprobs
@@ -351,62 +336,69 @@ class HFPolicy:
         logits = logits[:, start:-1, :].float() / temps.to(dev)[:, None, None]
         return token_logprobs(logits, idx[:, start + 1:].to(dev))
 
-    def forward_backward(self, batch: Sequence[Completion], advantages: Sequence[float],
-                         loss: LossConfig) -> dict[str, float]:
+    def forward_backward(self, batch: Sequence[Completion], advantages: Sequence[Any], loss: LossConfig,
+                         scale: float = 1.0, num_active_tokens: int | None = None) -> dict[str, float]:
+        """Gradient of ``scale`` x the policy loss of the whole batch, over micro-batches.
+
+        Advantages per sequence (floats) or per token (lists); ``token_mask`` 0 tokens carry no
+        loss and do not count in any denominator (dapo's token count, grpo's per-sequence means,
+        dr_grpo's default L = the longest completion's active tokens).  ``num_active_tokens``:
+        the step's active-token count when the caller splits a step (dapo).  The reported
+        ``loss`` is this batch's unscaled loss."""
         from coevo.rl.grpo import policy_loss
 
         if len(batch) != len(advantages):
             raise ValueError(f"{len(batch)} completions but {len(advantages)} advantages")
-        batch = [c for c in batch]
         keep = [i for i, c in enumerate(batch) if len(c.token_ids) > 0]
         if not keep:
             return {"loss": 0.0, "n_seqs": 0.0, "n_tokens": 0.0}
         batch = [batch[i] for i in keep]
-        adv_all = torch.tensor([float(advantages[i]) for i in keep], dtype=torch.float32)
+        advs = [advantages[i] for i in keep]
         self._activate()
         self.model.train()
         n_seq = len(batch)
-        n_tok = sum(len(c.token_ids) for c in batch)
-        cfg = loss if loss.max_len is not None else replace(loss, max_len=max(len(c.token_ids) for c in batch))
+        active = [sum(c.token_mask) if c.token_mask is not None else len(c.token_ids) for c in batch]
+        n_tok = sum(active)
+        cfg = loss if loss.max_len is not None else replace(loss, max_len=max(1, max(active)))
+        dapo = cfg.aggregation == "dapo"
+        norm = num_active_tokens if num_active_tokens is not None else n_tok
         order = sorted(range(n_seq), key=lambda i: len(batch[i].prompt_ids) + len(batch[i].token_ids))
         sums: dict[str, float] = {}
-        mismatch, mism_n = 0.0, 0
+        total, mismatch = 0.0, 0.0
         for k in range(0, n_seq, self.micro_batch):
             sel = order[k:k + self.micro_batch]
             mb = [batch[i] for i in sel]
-            idx, attn, mask, old, start = self._micro_tensors(mb)
+            idx, attn, mask, old, start, adv = self._micro_tensors(mb, [advs[i] for i in sel])
             temps = torch.tensor([float(c.meta.get("temperature", 1.0)) or 1.0 for c in mb])
             lp = self._logprobs(idx, attn, start, temps)
-            mask, old = mask.to(lp.device), old.to(lp.device)
+            mask, old, adv = mask.to(lp.device), old.to(lp.device), adv.to(lp.device)
             with torch.no_grad():
-                diff = ((lp.detach() - old).abs() * mask).sum()
-                mismatch += float(diff)
-                mism_n += int(mask.sum())
+                mismatch += float(((lp.detach() - old).abs() * mask).sum())
             if self.old_logprobs == "current":
                 old = lp.detach()
-            ref = None
-            if cfg.kl_coef > 0:
-                with torch.no_grad():
-                    if self.base is not None:
-                        ref = self._logprobs(idx, attn, start, temps, disable_adapter=True)
-                    elif self.ref_model is not None:
-                        ref = self._logprobs(idx, attn, start, temps, model=self.ref_model)
-                    else:
-                        raise RuntimeError("kl_coef > 0 needs a reference: call set_reference() first")
-            dapo = cfg.aggregation == "dapo"
-            value, metrics = policy_loss(lp, old, adv_all[sel].to(lp.device), mask, cfg, ref_logprobs=ref,
-                                         num_active_tokens=n_tok if dapo else None)
-            # dapo is already normalised by the whole batch's tokens; the others are means over micro-batches
-            (value if dapo else value * (len(mb) / n_seq)).backward()
-            w = float(mask.sum()) / n_tok if dapo else len(mb) / n_seq  # metric weight
-            metrics = dict(metrics)
-            if dapo:
-                metrics["loss"] = float(value.detach()) / w if w > 0 else 0.0
+            ref = self._reference_logprobs(idx, attn, start, temps) if cfg.kl_coef > 0 else None
+            value, metrics = policy_loss(lp, old, adv, mask, cfg, ref_logprobs=ref,
+                                         num_active_tokens=norm if dapo else None)
+            # dapo is already normalised by the whole step's tokens; the others are means over micro-batches
+            part = value if dapo else value * (len(mb) / n_seq)
+            (part if scale == 1.0 else part * scale).backward()
+            total += float(part.detach())
+            w = float(mask.sum()) / max(1, n_tok) if dapo else len(mb) / n_seq  # metric weight
             for key, v in metrics.items():
-                sums[key] = sums.get(key, 0.0) + float(v) * w
-        sums["logprob_mismatch"] = mismatch / max(1, mism_n)
+                if key != "loss":
+                    sums[key] = sums.get(key, 0.0) + float(v) * w
+        sums["loss"] = total
+        sums["logprob_mismatch"] = mismatch / max(1, n_tok)
         sums["n_seqs"], sums["n_tokens"] = float(n_seq), float(n_tok)
         return sums
+
+    def _reference_logprobs(self, idx, attn, start, temps) -> torch.Tensor:
+        with torch.no_grad():
+            if self.base is not None:
+                return self._logprobs(idx, attn, start, temps, disable_adapter=True)
+            if self.ref_model is not None:
+                return self._logprobs(idx, attn, start, temps, model=self.ref_model)
+        raise RuntimeError("kl_coef > 0 needs a reference: call set_reference() first")
 
     def optim_step(self) -> dict[str, float]:
         params = list(self.trainable_params().values())
@@ -429,7 +421,7 @@ class HFPolicy:
 
     def state(self, with_optimizer: bool = True) -> dict:
         st = {"name": self.name, "adapter": self.adapter, "updates": self.updates, "base_tag": self.base_tag,
-              "sample_calls": self.sample_calls,
+              "sample_calls": self.sample_calls, "audit_calls": self.audit_calls,
               "params": {self._key(k): p.detach().cpu().clone() for k, p in self.trainable_params().items()}}
         if with_optimizer:
             st["opt"] = self.opt.state_dict()
@@ -449,6 +441,7 @@ class HFPolicy:
         self.updates = int(st.get("updates", 0))
         self.base_tag = st.get("base_tag", self.base_tag)
         self.sample_calls = int(st.get("sample_calls", 0))
+        self.audit_calls = int(st.get("audit_calls", 0))
 
     def save(self, path: str | Path) -> None:
         path = Path(path)
@@ -459,6 +452,9 @@ class HFPolicy:
 
     def load(self, path: str | Path) -> None:
         self.load_state(torch.load(path, map_location="cpu", weights_only=False))
+
+    def close(self) -> None:
+        """Nothing to release: the model lives as long as the object (or its SharedBase)."""
 
     def export_adapter(self, directory: str | Path) -> Path:
         """Write this role's LoRA adapter in PEFT format (what vLLM's load_lora_adapter reads)."""
@@ -476,28 +472,6 @@ class HFPolicy:
 
         weights = load_peft_weights(str(directory), device=str(self.device))
         set_peft_model_state_dict(self.model, weights, adapter_name=self.adapter)
-
-
-def _cut_at_stop(tok, toks: list[int], text: str, stops: Sequence[str]) -> tuple[int, str, str | None]:
-    """Earliest stop string in ``text``: (#tokens needed to produce it, text before it, the stop)."""
-    best, hit = None, None
-    for s in stops:
-        if not s:
-            continue
-        i = text.find(s)
-        if i >= 0 and (best is None or i < best):
-            best, hit = i, s
-    if hit is None:
-        return len(toks), text, None
-    need = best + len(hit)
-    lo, hi = 1, len(toks)
-    while lo < hi:  # smallest prefix whose decoded text contains the stop string
-        mid = (lo + hi) // 2
-        if len(tok.decode(toks[:mid], skip_special_tokens=True)) >= need:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo, text[:best], hit
 
 
 def n_params(model) -> int:

@@ -10,6 +10,16 @@
   template (the prompt ids are then re-derived locally with the same template).
   Either way we ask for ``logprobs`` and ``return_tokens_as_token_ids`` so every
   Completion carries token ids and per-token log-probabilities from the server.
+* Streams: every request carries a ``seed`` (vLLM's per-request seed), derived from the
+  trainer's counter of ``sampling.stream`` (``HFPolicy.next_seed``: one draw per ``sample``
+  call, then mixed with the prompt's index), so "audit" calls never move the "train"
+  seeds and the counters travel in the trainer's state.  (The reference server
+  ``scripts/serve_hf.py`` honours ``seed``.)
+* ``token_prefixes`` (multi-turn continuation): with ``endpoint='completions'`` the ids
+  are appended to the prompt ids sent (exact); with ``endpoint='chat'`` they are decoded
+  to text and appended to the continued assistant message (vLLM ``continue_final_message``),
+  so the server re-tokenizes them: exact only where decode/encode round-trips
+  (``meta['prefix_as_text'] = True`` marks such completions; prefer 'completions').
 * Every Completion records ``meta['served_model']`` (the ``model`` the server
   answered with: the adapter name, which encodes the trainer version it was exported
   from), ``meta['server']``, ``meta['attempts']`` and ``policy_version`` = the trainer
@@ -27,6 +37,7 @@
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
 import threading
 import time
@@ -79,15 +90,24 @@ class OpenAIPolicy:
     def version(self) -> str:
         return self.trainer.version
 
-    def sample(self, prompts: Sequence[str], n: int, sampling: SamplingParams) -> list[list[Completion]]:
+    def sample(self, prompts: Sequence[str], n: int, sampling: SamplingParams,
+               token_prefixes: Sequence[Sequence[int]] | None = None) -> list[list[Completion]]:
+        if token_prefixes is not None and len(token_prefixes) != len(prompts):
+            raise ValueError(f"{len(prompts)} prompts but {len(token_prefixes)} token_prefixes")
         if self.synced_version != self.trainer.version:
             self.sync()
-        futs = [self.pool.submit(self._sample_one, p, n, sampling) for p in prompts]
+        base = self.trainer.next_seed(sampling.stream)
+        futs = [self.pool.submit(self._sample_one, p, n, sampling, request_seed(base, j),
+                                 list(token_prefixes[j]) if token_prefixes is not None else None)
+                for j, p in enumerate(prompts)]
         return [f.result() for f in futs]
 
-    def forward_backward(self, batch: Sequence[Completion], advantages: Sequence[float],
-                         loss: LossConfig) -> dict[str, float]:
-        return self.trainer.forward_backward(batch, advantages, loss)
+    def tokenize(self, text: str) -> list[int]:
+        return self.trainer.tokenize(text)
+
+    def forward_backward(self, batch: Sequence[Completion], advantages: Sequence[Any], loss: LossConfig,
+                         scale: float = 1.0, num_active_tokens: int | None = None) -> dict[str, float]:
+        return self.trainer.forward_backward(batch, advantages, loss, scale=scale, num_active_tokens=num_active_tokens)
 
     def optim_step(self) -> dict[str, float]:
         m = dict(self.trainer.optim_step())
@@ -157,13 +177,16 @@ class OpenAIPolicy:
         return r
 
     # ------------------------------------------------------------------ requests
-    def _body(self, prompt: str, n: int, sp: SamplingParams) -> tuple[dict, list[int]]:
-        ids = self.trainer.format_prompt(prompt, sp.response_prefix)
+    def _body(self, prompt: str, n: int, sp: SamplingParams, seed: int | None = None,
+              prefix: list[int] | None = None) -> tuple[dict, list[int]]:
+        ids = self.trainer.format_prompt(prompt, sp.response_prefix) + list(prefix or [])
         greedy = sp.greedy or sp.temperature <= 0
         body: dict[str, Any] = {"model": self.lora_name or self.served_model, "n": n,
                                 "temperature": 0.0 if greedy else sp.temperature,
                                 "top_p": 1.0 if greedy else sp.top_p, "max_tokens": sp.max_new_tokens,
                                 "return_tokens_as_token_ids": True}
+        if seed is not None:
+            body["seed"] = int(seed)
         if sp.stop:
             body["stop"] = list(sp.stop)
         if self.endpoint == "completions":
@@ -171,14 +194,19 @@ class OpenAIPolicy:
         else:
             msgs = ([{"role": "system", "content": self.trainer.system_prompt}] if self.trainer.system_prompt else [])
             msgs = msgs + [{"role": "user", "content": prompt}]
-            if sp.response_prefix:  # vLLM's chat extension: continue the final assistant message
-                msgs.append({"role": "assistant", "content": sp.response_prefix})
+            cont = sp.response_prefix + (self.trainer.tokenizer.decode(prefix) if prefix else "")
+            if cont:  # vLLM's chat extension: continue the final assistant message
+                msgs.append({"role": "assistant", "content": cont})
                 body.update(add_generation_prompt=False, continue_final_message=True)
             body.update(messages=msgs, logprobs=True, top_logprobs=0)
         return body, ids
 
-    def _sample_one(self, prompt: str, n: int, sp: SamplingParams) -> list[Completion]:
-        body, ids = self._body(prompt, n, sp)
+    def _sample_one(self, prompt: str, n: int, sp: SamplingParams, seed: int | None = None,
+                    prefix: list[int] | None = None) -> list[Completion]:
+        body, ids = self._body(prompt, n, sp, seed, prefix)
+        extra: dict[str, Any] = {"seed": seed} if seed is not None else {}
+        if prefix and self.endpoint == "chat":
+            extra["prefix_as_text"] = True  # token_prefixes went as text: the server re-tokenized them
         route = "/v1/completions" if self.endpoint == "completions" else "/v1/chat/completions"
         start = next(self._rr)
         reasons: list[str] = []
@@ -193,7 +221,7 @@ class OpenAIPolicy:
             try:
                 r = self.client.post(server + route, json=body)
                 if r.status_code == 200:
-                    return self._parse(r.json(), prompt, ids, n, sp, server, attempts, reasons)
+                    return self._parse(r.json(), prompt, ids, n, sp, server, attempts, reasons, extra)
                 reasons.append(f"{server}: HTTP {r.status_code}: {r.text[:200]}")
                 if 400 <= r.status_code < 500 and r.status_code not in (408, 429):
                     break  # the request itself is wrong: retrying will not help
@@ -213,7 +241,7 @@ class OpenAIPolicy:
                            meta={"error": reason, "attempts": attempts, "temperature": temp}) for _ in range(n)]
 
     def _parse(self, resp: dict, prompt: str, ids: list[int], n: int, sp: SamplingParams, server: str,
-               attempts: int, reasons: list[str]) -> list[Completion]:
+               attempts: int, reasons: list[str], extra: dict | None = None) -> list[Completion]:
         temp = 1.0 if (sp.greedy or sp.temperature <= 0) else float(sp.temperature)
         out: list[Completion] = []
         choices = sorted(resp.get("choices", []), key=lambda c: c.get("index", 0))
@@ -238,11 +266,18 @@ class OpenAIPolicy:
                 meta["stop"] = ch.get("stop_reason")
             if sp.response_prefix:
                 meta["response_prefix"] = sp.response_prefix
+            meta.update(extra or {})
             finish = ch.get("finish_reason") or "stop"
             out.append(Completion(prompt=prompt, text=text, prompt_ids=list(ids), token_ids=token_ids,
                                   logprobs=[float(x) for x in lps], finish_reason=finish if finish in ("stop", "length") else "stop",
                                   policy_version=self.synced_version or self.version, meta=meta))
         return out
+
+
+def request_seed(base: int, index: int) -> int:
+    """The seed of request ``index`` of a ``sample`` call whose stream seed is ``base``
+    (31 bits, which every OpenAI-compatible server accepts)."""
+    return int.from_bytes(hashlib.sha256(f"{base}:{index}".encode()).digest()[:8], "big") % (2 ** 31 - 1)
 
 
 def _token_id(tok: str) -> int:

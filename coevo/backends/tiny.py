@@ -2,20 +2,27 @@
 
 A few hundred thousand parameters, a character tokenizer, left-padded batched
 sampling, and GRPO updates through ``coevo.rl.grpo``. Deterministic: every random
-draw comes from the policy's own ``torch.Generator``, whose state is saved with the
-weights and optimizer so a resumed run continues bit-for-bit.
+draw comes from one of the policy's own ``torch.Generator`` streams (``SamplingParams.stream``):
+``gen`` ("train", seeded with ``seed``) and ``audit_gen`` ("audit", seeded with
+``seed + 7919``, the generator the RGBC recipe used to swap in for audit draws), whose
+states are saved with the weights and optimizer so a resumed run continues bit-for-bit.
+
+Multi-turn support (``coevo.backends.base.Policy``): ``sample(..., token_prefixes=...)``
+continues after given token ids, stop strings end a row (the tokens that produced the
+stop stay in ``token_ids``, the text is cut before it, as in the HF backend), and
+``forward_backward`` honours ``Completion.token_mask`` and per-token advantages.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from coevo.backends.base import Completion, LossConfig, SamplingParams
+from coevo.backends.base import STREAMS, Completion, LossConfig, SamplingParams
 from coevo.backends.tokenizer import CharTokenizer
 
 
@@ -102,6 +109,57 @@ def n_params(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
+AUDIT_SEED_OFFSET = 7919  # audit stream seed = seed + 7919 (what the RGBC recipe's audit generator used)
+
+
+def is_per_token(a: Any) -> bool:
+    """An advantage given per token (a list / 1-D array) rather than one float per sequence."""
+    return isinstance(a, (list, tuple)) or getattr(a, "ndim", 0) == 1
+
+
+def completion_rows(batch: Sequence[Completion], advantages: Sequence[Any] | None, width: int,
+                    offset: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """Per-token loss inputs of a batch laid out on ``width`` target columns, completion token
+    i of row r at column ``len(prompt_ids) + i - offset`` (offset 1: targets shifted by one).
+
+    Returns (mask, old logprobs, advantages): mask is ``Completion.token_mask`` (1 = generated,
+    0 = inserted by the world) or 1 over every completion token; the advantages are ``[B]``
+    when every element of ``advantages`` is a float (sequence level, as before), else
+    ``[B, width]`` (a float element is broadcast over its completion's tokens), and 0 on masked
+    tokens so that no value there can reach the loss.  ``advantages=None``: not built.
+    """
+    B = len(batch)
+    mask = torch.zeros((B, width))
+    old = torch.zeros((B, width))
+    per_token = advantages is not None and any(is_per_token(a) for a in advantages)
+    adv = torch.zeros((B, width)) if per_token else None
+    for r, c in enumerate(batch):
+        L = len(c.token_ids)
+        s = len(c.prompt_ids) - offset
+        if c.token_mask is not None:
+            if len(c.token_mask) != L:
+                raise ValueError(f"token_mask has {len(c.token_mask)} entries for {L} tokens")
+            mask[r, s:s + L] = torch.tensor(c.token_mask, dtype=torch.float32)
+        else:
+            mask[r, s:s + L] = 1.0
+        lps = list(c.logprobs)[:L]
+        old[r, s:s + L] = torch.tensor(lps + [0.0] * (L - len(lps)), dtype=torch.float32)
+        if adv is not None:
+            v = advantages[r]
+            if is_per_token(v):
+                v = [float(x) for x in v]
+                if len(v) != L:
+                    raise ValueError(f"per-token advantages: {len(v)} values for {L} tokens of completion {r}")
+                adv[r, s:s + L] = torch.tensor(v, dtype=torch.float32)
+            else:
+                adv[r, s:s + L] = float(v)
+    if adv is not None:
+        adv = adv * mask
+    elif advantages is not None:
+        adv = torch.tensor([float(a) for a in advantages], dtype=torch.float32)
+    return mask, old, adv
+
+
 class TinyPolicy:
     """Policy contract over TinyGPT."""
 
@@ -114,7 +172,8 @@ class TinyPolicy:
         self.model = TinyGPT(self.cfg)
         self.lr, self.weight_decay, self.grad_clip = lr, weight_decay, grad_clip
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=lr, weight_decay=weight_decay, betas=(0.9, 0.99))
-        self.gen = torch.Generator().manual_seed(seed)
+        self.gen = torch.Generator().manual_seed(seed)  # the "train" stream
+        self.audit_gen = torch.Generator().manual_seed(seed + AUDIT_SEED_OFFSET)  # the "audit" stream
         self.updates = 0
         self.base_tag = "init"
         self.ref_model: TinyGPT | None = None
@@ -125,13 +184,29 @@ class TinyPolicy:
         return f"{self.name}:{self.base_tag}+{self.updates}"
 
     @torch.no_grad()
-    def sample(self, prompts: Sequence[str], n: int, sampling: SamplingParams) -> list[list[Completion]]:
+    def sample(self, prompts: Sequence[str], n: int, sampling: SamplingParams,
+               token_prefixes: Sequence[Sequence[int]] | None = None) -> list[list[Completion]]:
+        """n completions per prompt, drawn from the generator of ``sampling.stream``;
+        ``token_prefixes[j]`` (ids) continue prompt j after its ``response_prefix``."""
+        gen = self._stream(sampling.stream)
+        if token_prefixes is not None and len(token_prefixes) != len(prompts):
+            raise ValueError(f"{len(prompts)} prompts but {len(token_prefixes)} token_prefixes")
         flat = [p for p in prompts for _ in range(n)]
+        pre = [list(token_prefixes[j]) for j in range(len(prompts)) for _ in range(n)] if token_prefixes else None
         outs: list[Completion] = []
         bs = 1024
         for i in range(0, len(flat), bs):
-            outs.extend(self._sample_batch(flat[i:i + bs], sampling))
+            outs.extend(self._sample_batch(flat[i:i + bs], sampling, gen, pre[i:i + bs] if pre else None))
         return [outs[j * n:(j + 1) * n] for j in range(len(prompts))]
+
+    def _stream(self, stream: str) -> torch.Generator:
+        if stream not in STREAMS:
+            raise ValueError(f"SamplingParams.stream must be one of {STREAMS}, got {stream!r}")
+        return self.gen if stream == "train" else self.audit_gen
+
+    def tokenize(self, text: str) -> list[int]:
+        """Ids of ``text`` inside a completion (the character tokenizer adds no special tokens)."""
+        return self.tok.encode(text)
 
     def _encode_left(self, seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         T = max(len(s) for s in seqs)
@@ -142,36 +217,46 @@ class TinyPolicy:
             attn[r, T - len(s):] = True
         return idx, attn
 
-    def _sample_batch(self, prompts: list[str], sp: SamplingParams) -> list[Completion]:
+    def _draw(self, logits: torch.Tensor, sp: SamplingParams, gen: torch.Generator):
+        """(next token [B], log-probs [B, V] under the tempered distribution) for one step."""
+        logits = logits.float()
+        if sp.greedy or sp.temperature <= 0:
+            return logits.argmax(-1), F.log_softmax(logits, -1)
+        logp = F.log_softmax(logits / sp.temperature, -1)
+        probs = logp.exp()
+        if sp.top_p < 1.0:
+            sp_, si = probs.sort(-1, descending=True)
+            keep = sp_.cumsum(-1) - sp_ < sp.top_p
+            sp_ = sp_ * keep
+            probs = torch.zeros_like(probs).scatter(-1, si, sp_)
+        return torch.multinomial(probs, 1, generator=gen).squeeze(-1), logp
+
+    def _sample_batch(self, prompts: list[str], sp: SamplingParams, gen: torch.Generator,
+                      prefixes: list[list[int]] | None = None) -> list[Completion]:
         self.model.eval()
         pids = [self.tok.encode(p + sp.response_prefix) for p in prompts]
+        if prefixes is not None:
+            pids = [a + b for a, b in zip(pids, prefixes)]
         idx, attn = self._encode_left(pids)
         B = idx.shape[0]
-        max_new = min(sp.max_new_tokens, self.cfg.block_size - idx.shape[1])
+        max_new = max(0, min(sp.max_new_tokens, self.cfg.block_size - idx.shape[1]))
         new_tokens = torch.full((B, max_new), self.tok.pad_id, dtype=torch.long)
         new_lp = torch.zeros((B, max_new))
         done = torch.zeros(B, dtype=torch.bool)
         lengths = torch.full((B,), max_new, dtype=torch.long)
-        logits, caches = self.model.prefill(idx, attn)
-        pos = attn.long().sum(1) - 1
+        stops = [x for x in (sp.stop or []) if x]
+        tails = [""] * B  # generated text per row, only kept when there are stop strings
+        if max_new > 0:
+            logits, caches = self.model.prefill(idx, attn)
+            pos = attn.long().sum(1) - 1
         for t in range(max_new):
-            logits = logits.float()
-            if sp.greedy or sp.temperature <= 0:
-                logp = F.log_softmax(logits, -1)
-                nxt = logits.argmax(-1)
-            else:
-                logp = F.log_softmax(logits / sp.temperature, -1)
-                probs = logp.exp()
-                if sp.top_p < 1.0:
-                    sp_, si = probs.sort(-1, descending=True)
-                    keep = sp_.cumsum(-1) - sp_ < sp.top_p
-                    sp_ = sp_ * keep
-                    probs = torch.zeros_like(probs).scatter(-1, si, sp_)
-                nxt = torch.multinomial(probs, 1, generator=self.gen).squeeze(-1)
+            nxt, logp = self._draw(logits, sp, gen)
             nxt = torch.where(done, torch.full_like(nxt, self.tok.pad_id), nxt)
             new_tokens[:, t] = nxt
             new_lp[:, t] = torch.where(done, torch.zeros(B), logp.gather(-1, nxt[:, None]).squeeze(-1))
             just = (~done) & (nxt == self.tok.eos_id)
+            if stops:
+                just = just | self._stop_hits(tails, nxt, done, stops)
             lengths = torch.where(just, torch.full_like(lengths, t + 1), lengths)
             done = done | just
             attn = torch.cat([attn, torch.ones(B, 1, dtype=torch.bool)], 1)
@@ -179,33 +264,45 @@ class TinyPolicy:
                 break
             pos = pos + 1
             logits = self.model.decode_step(nxt, pos, attn, caches)
-        out = []
-        for r in range(B):
-            L = int(lengths[r])
-            ids = new_tokens[r, :L].tolist()
-            fin = "stop" if ids and ids[-1] == self.tok.eos_id else "length"
-            out.append(Completion(prompt=prompts[r], text=self.tok.decode(ids), prompt_ids=pids[r], token_ids=ids,
-                                  logprobs=new_lp[r, :L].tolist(), finish_reason=fin, policy_version=self.version,
-                                  meta={"temperature": 0.0 if sp.greedy else sp.temperature,
-                                        **({"response_prefix": sp.response_prefix} if sp.response_prefix else {})}))
-        return out
+        return [self._completion(prompts[r], pids[r], new_tokens[r, :int(lengths[r])].tolist(),
+                                 new_lp[r, :int(lengths[r])].tolist(), sp, stops) for r in range(B)]
 
-    def _batch_tensors(self, batch: Sequence[Completion]):
+    def _stop_hits(self, tails: list[str], nxt: torch.Tensor, done: torch.Tensor, stops: list[str]) -> torch.Tensor:
+        """Rows whose generated text now contains a stop string (``tails`` updated in place)."""
+        window = max(len(x) for x in stops) + 16
+        hit = torch.zeros(len(tails), dtype=torch.bool)
+        for r, tok_id in enumerate(nxt.tolist()):
+            if bool(done[r]):
+                continue
+            tails[r] = (tails[r] + self.tok.decode([tok_id]))[-window:]
+            hit[r] = any(x in tails[r] for x in stops)
+        return hit
+
+    def _completion(self, prompt: str, pids: list[int], ids: list[int], lps: list[float], sp: SamplingParams,
+                    stops: list[str]) -> Completion:
+        fin = "stop" if ids and ids[-1] == self.tok.eos_id else "length"
+        text = self.tok.decode(ids)
+        meta: dict[str, Any] = {"temperature": 0.0 if sp.greedy else sp.temperature,
+                                **({"response_prefix": sp.response_prefix} if sp.response_prefix else {})}
+        hits = [(text.find(x), x) for x in stops if x in text]
+        if hits:
+            at, hit = min(hits)
+            text, fin, meta["stop"] = text[:at], "stop", hit
+        return Completion(prompt=prompt, text=text, prompt_ids=pids, token_ids=ids, logprobs=lps, finish_reason=fin,
+                          policy_version=self.version, meta=meta)
+
+    def _batch_tensors(self, batch: Sequence[Completion], advantages: Sequence[Any] | None = None):
+        """idx, attn [B, T]; mask, old logprobs, advantages on the T-1 shifted targets
+        (position t predicts token t+1; see ``completion_rows``)."""
         seqs = [c.prompt_ids + c.token_ids for c in batch]
         T = max(len(s) for s in seqs)
         idx = torch.full((len(seqs), T), self.tok.pad_id, dtype=torch.long)
-        comp_mask = torch.zeros((len(seqs), T), dtype=torch.bool)
         attn = torch.zeros((len(seqs), T), dtype=torch.bool)
-        old = torch.zeros((len(seqs), T))
-        for r, c in enumerate(batch):
-            s = seqs[r]
+        for r, s in enumerate(seqs):
             idx[r, :len(s)] = torch.tensor(s)
             attn[r, :len(s)] = True
-            P, L = len(c.prompt_ids), len(c.token_ids)
-            comp_mask[r, P:P + L] = True
-            old[r, P:P + L] = torch.tensor(c.logprobs)
-        # position t predicts token t+1
-        return idx, attn, comp_mask[:, 1:], old[:, 1:]
+        mask, old, adv = completion_rows(batch, advantages, T - 1, offset=1)
+        return idx, attn, mask, old, adv
 
     def _token_logprobs(self, model: TinyGPT, idx, attn, temps) -> torch.Tensor:
         from coevo.rl.grpo import token_logprobs
@@ -213,11 +310,19 @@ class TinyPolicy:
         logits = model(idx, attn)[:, :-1, :] / temps[:, None, None]
         return token_logprobs(logits, idx[:, 1:])
 
-    def forward_backward(self, batch: Sequence[Completion], advantages: Sequence[float], loss: LossConfig) -> dict:
+    def forward_backward(self, batch: Sequence[Completion], advantages: Sequence[Any], loss: LossConfig,
+                         scale: float = 1.0, num_active_tokens: int | None = None) -> dict:
+        """Accumulate the gradient of ``scale`` x ``coevo.rl.grpo.policy_loss`` on ``batch``.
+
+        Advantages: one float per completion, or a list per completion (one per token of
+        ``token_ids``); tokens with ``token_mask`` 0 carry no loss and no denominator count.
+        ``num_active_tokens``: the step's active-token count (dapo normaliser)."""
         from coevo.rl.grpo import policy_loss
 
+        if len(batch) != len(advantages):
+            raise ValueError(f"{len(batch)} completions but {len(advantages)} advantages")
         self.model.train()
-        idx, attn, mask, old = self._batch_tensors(batch)
+        idx, attn, mask, old, adv = self._batch_tensors(batch, advantages)
         # logprobs are taken under the tempered distribution the sample came from; greedy
         # completions (temperature 0) were scored at T = 1, so they train at T = 1 too
         temps = torch.tensor([float(c.meta.get("temperature", 1.0)) or 1.0 for c in batch])
@@ -228,9 +333,8 @@ class TinyPolicy:
                 raise RuntimeError("kl_coef > 0 needs a reference model: call set_reference() first")
             with torch.no_grad():
                 ref = self._token_logprobs(self.ref_model, idx, attn, temps)
-        adv = torch.tensor(list(advantages), dtype=torch.float32)
-        value, metrics = policy_loss(lp, old, adv, mask.float(), loss, ref_logprobs=ref)
-        value.backward()
+        value, metrics = policy_loss(lp, old, adv, mask, loss, ref_logprobs=ref, num_active_tokens=num_active_tokens)
+        (value if scale == 1.0 else value * scale).backward()
         return {k: float(v) for k, v in metrics.items()}
 
     def optim_step(self) -> dict:
@@ -249,7 +353,7 @@ class TinyPolicy:
     # ------------------------------------------------------------------ state
     def state(self, with_optimizer: bool = True) -> dict:
         st = {"name": self.name, "cfg": asdict(self.cfg), "model": self.model.state_dict(), "updates": self.updates,
-              "base_tag": self.base_tag, "gen": self.gen.get_state()}
+              "base_tag": self.base_tag, "gen": self.gen.get_state(), "audit_gen": self.audit_gen.get_state()}
         if with_optimizer:
             st["opt"] = self.opt.state_dict()
             if self.ref_model is not None:
@@ -271,6 +375,8 @@ class TinyPolicy:
         self.base_tag = st.get("base_tag", "init")
         if "gen" in st:
             self.gen.set_state(st["gen"])
+        if "audit_gen" in st:  # states written before the audit stream existed lack it
+            self.audit_gen.set_state(st["audit_gen"])
 
     def save(self, path: str | Path) -> None:
         path = Path(path)
@@ -285,8 +391,12 @@ class TinyPolicy:
     def from_checkpoint(cls, name: str, path: str | Path, lr: float = 1e-4, seed: int = 0) -> "TinyPolicy":
         st = torch.load(path, map_location="cpu", weights_only=False)
         pol = cls(name, TinyConfig(**st["cfg"]), lr=lr, seed=seed)
-        st = {k: v for k, v in st.items() if k not in ("opt", "gen", "updates")}
+        st = {k: v for k, v in st.items() if k not in ("opt", "gen", "audit_gen", "updates")}
         pol.load_state(st)
         pol.base_tag = st.get("base_tag", Path(path).stem)
         pol.gen.manual_seed(seed)
+        pol.audit_gen.manual_seed(seed + AUDIT_SEED_OFFSET)
         return pol
+
+    def close(self) -> None:
+        """Nothing to release (in-process, CPU)."""

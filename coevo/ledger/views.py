@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
+from coevo.audit.instruments import pseudo_label_accuracy
 from coevo.ledger.store import Ledger
 
 
@@ -34,10 +35,9 @@ def rounds_completed(led: Ledger, run_id: str) -> list[int]:
 
 
 def round_row(led: Ledger, run_id: str, r: int) -> dict:
-    """One entry of summary.json's ``rounds`` list, computed from ledger rows only."""
-    pl = led.query("SELECT avg(CASE WHEN pseudo_label = oracle_answer THEN 1.0 ELSE 0.0 END) AS acc, count(*) AS n "
-                   "FROM tasks WHERE run_id = ? AND round = ? AND source = 'candidate' AND kept "
-                   "AND oracle_answer IS NOT NULL", [run_id, r])[0]
+    """One entry of summary.json's ``rounds`` list, computed from ledger rows only. Pseudo-label accuracy:
+    ``coevo.audit.instruments.pseudo_label_accuracy`` over the oracle verdicts on the round's kept labels."""
+    pl = pseudo_label_accuracy(kept_label_rows(led, run_id, r)["label_verdict"])
     kept = led.query("SELECT sum(CASE WHEN kept THEN 1 ELSE 0 END) AS k, count(*) AS n FROM tasks "
                      "WHERE run_id = ? AND round = ? AND source = 'candidate' AND parse_ok", [run_id, r])[0]
     ch = led.query("SELECT avg(w.reward) AS r FROM rewards w JOIN steps s ON w.run_id = s.run_id AND w.step = s.step "
@@ -47,11 +47,11 @@ def round_row(led: Ledger, run_id: str, r: int) -> dict:
     nr = led.query("SELECT count(*) AS n FROM rollouts WHERE run_id = ? AND round = ? AND role = 'solver'",
                    [run_id, r])[0]
     out = {"round": r, "solver_eval_accuracy": eval_accuracy(led, run_id, r),
-           "pseudo_label_accuracy": None if pl["n"] == 0 else float(pl["acc"]),
+           "pseudo_label_accuracy": None if pl.n == 0 else pl.value,
            "kept_fraction": None if not kept["n"] else float(kept["k"] or 0) / float(kept["n"]),
            "challenger_reward_mean": None if ch["r"] is None else float(ch["r"]),
            "format_failure_rate": None if ff["f"] is None else float(ff["f"]),
-           "n_rollouts": int(nr["n"]), "n_pseudo_labels": int(pl["n"])}
+           "n_rollouts": int(nr["n"]), "n_pseudo_labels": int(pl.n)}
     for mode in eval_modes(led, run_id):
         if mode != "greedy":
             out[f"solver_eval_accuracy_{mode}"] = eval_accuracy(led, run_id, r, mode)
@@ -110,17 +110,19 @@ def oracle_groups(led: Ledger, run_id: str, purposes: tuple[str, ...] = ("p_hat"
         [run_id, *purposes])
 
 
-def kept_label_rows(led: Ledger, run_id: str) -> dict[str, list]:
-    """Kept candidate tasks (R-Zero solver dataset): pseudo-label, oracle answer, and the oracle
-    verdict on a candidate rollout whose answer is the pseudo-label (NULL if none / abstained)."""
+def kept_label_rows(led: Ledger, run_id: str, round_: int | None = None) -> dict[str, list]:
+    """Kept candidate tasks (R-Zero solver dataset; one round's, or all): pseudo-label, oracle answer,
+    and ``label_verdict``, the oracle verdict on the pseudo-label = the verdict (target 'oracle') on a
+    candidate rollout whose answer is the label (the label is one of them; NULL if abstained)."""
+    where = "" if round_ is None else " AND t.round = ?"
     return led.columns(
         "SELECT t.task_id, t.round, t.step, t.pseudo_label, t.oracle_answer, "
         "(SELECT max(v.value) FROM rollouts r JOIN verdicts v ON v.run_id = r.run_id "
         " AND v.rollout_id = r.rollout_id AND v.target = 'oracle' "
         " WHERE r.run_id = t.run_id AND r.task_id = t.task_id AND r.purpose = 'candidate' "
         " AND r.answer = t.pseudo_label) AS label_verdict "
-        "FROM tasks t WHERE t.run_id = ? AND t.source = 'candidate' AND t.kept ORDER BY t.step, t.task_id",
-        [run_id])
+        f"FROM tasks t WHERE t.run_id = ? AND t.source = 'candidate' AND t.kept{where} ORDER BY t.step, t.task_id",
+        [run_id] if round_ is None else [run_id, round_])
 
 
 def task_stats_rows(led: Ledger, run_id: str) -> dict[str, list]:

@@ -1,47 +1,49 @@
 """SynCo and RGBC (seed 000, SPEC §2): a Synthesizer writes tasks with reference solutions, a
 Reasoner solves them; one recipe class serves ``--recipe synco`` and ``--recipe rgbc``.
 
-One joint step (phase ``train``):
+One joint step (phase ``train``) is a sequence of named stages over typed per-task state
+(``Candidate`` per Synthesizer output, ``TaskState`` per accepted task):
 
-1. the Synthesizer writes ``tasks_per_step`` tasks (question, reference solution, final answer);
-2. validator rho_t (``coevo.stages.validate``): five rule checks, verdicts and reasons to the ledger;
-3. consensus check: ``consensus_n`` independent solves; a task whose solves do not support its
+1. ``_synthesize``: the Synthesizer writes ``tasks_per_step`` tasks; validator rho_t
+   (``coevo.stages.validate``), verdicts and reasons to the ledger;
+2. ``_consensus``: ``consensus_n`` independent solves; a task whose solves do not support its
    reference never reaches the Reasoner and returns negative feedback to the Synthesizer;
-4. screen group: K rollouts per accepted task -> mu_1 (correct = matches the reference);
-5. confirm group: K more rollouts, only for 0 < mu_1 < 1, before (arm mu_tilde) or after (arm
+3. ``_screen``: K rollouts per accepted task -> mu_1 (correct = matches the reference);
+4. ``_confirm``: K more rollouts, only for 0 < mu_1 < 1, before (arm mu_tilde) or after (arm
    full: the *post* group) the Reasoner update -> kappa, mu~ over 2K, the mode and nu, lag;
-6. Reasoner GRPO update on the screen (pre) group: 1.0 / 0.9 (format recovery) / 0;
-7. Synthesizer GRPO update: r_S = G_q G_r T(.) by arm (docs/rgbc.md).
+5. ``_update_reasoner``: GRPO on the screen (pre) group: 1.0 / 0.9 (format recovery) / 0;
+6. ``_reward_synthesizer``: r_S by arm (``coevo.rewards.arms``), GRPO update.
 
 Arms (``rgbc.arm``): ``synco`` T(mu_1); ``mu_tilde`` T(mu~), no kappa discount; ``full``
-T(mu~) omega(kappa) with the confirm group drawn after the update. Where an arm has no confirm
-or post group, ``synco.instrument`` draws audit-only ones (separate random stream, no reward
-effect) so kappa, nu and lag are reported for every arm. The oracle audit (true pass rates from
-``audit_samples`` extra samples per task) is an audit-only cost, flagged as such.
+T(mu~) omega(kappa) with the confirm group drawn after the Reasoner update. Where an arm has no
+confirm or post group, ``synco.instrument`` draws audit-only ones (the policy's ``audit`` RNG
+stream, no reward effect) so kappa, nu and lag are reported for every arm. The oracle audit
+(true pass rates from ``audit_samples`` extra samples per task) is an audit-only cost. The
+instruments themselves are computed in ``coevo.audit.screen_confirm``.
 """
 from __future__ import annotations
 
 import random
-from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-import torch
 from pydantic import Field, model_validator
 
-from coevo.audit.instruments import bearing_rate, kappa_bar, lag_bar, nu_bar
-from coevo.audit.nullmodel import bearing_probability
-from coevo.backends.base import full_text, sampler_info
-from coevo.config import RunConfig, Strict
+from coevo.backends.base import Completion
+from coevo.audit.screen_confirm import finite_mean, screen_confirm_metrics, screen_confirm_truth
+from coevo.config import Strict
+from coevo.ledger.rows import dumps, task_row, verdict_row
 from coevo.ledger.store import StepWriter
+from coevo.recipes.base import RecipeBase, StepSpec, round_plan, sampling_params
 from coevo.recipes.registry import RecipeInfo, RoleSpec
-from coevo.recipes.base import StepSpec, dumps, evaluate_solver, loss_config, round_plan, sampling_params
-from coevo.rewards.formulas import advantage_magnitude, quality_gate, rgbc_reward, synco_reward, teachability
-from coevo.rl.grpo import group_advantages
-from coevo.stages.core import Proposal, grpo_update, solve, to_groups
-from coevo.stages.validate import VALIDATOR_KIND, consensus_check, reasoner_answer, reasoner_rewards, validate_outputs
+from coevo.rewards.arms import ArmFacts, synthesizer_arm_reward
+from coevo.rewards.formulas import advantage_magnitude, quality_gate
+from coevo.stages.group import StepContext, draw_group, match_grouped, update_role
+from coevo.stages.validate import (VALIDATOR_KIND, Consensus, Validation, consensus_from_verdicts, reasoner_answer,
+                                   reasoner_rewards, validate_outputs)
 from coevo.worlds.arithmetic import SYNTH_PROMPT
-from coevo.worlds.base import World
+from coevo.worlds.base import Task
 
 
 class SynCoConfig(Strict):
@@ -121,23 +123,74 @@ RECIPES = {
 }
 
 
-def _est(e) -> dict:
-    return {"value": e.value, "se": e.se, "ci_low": e.ci_low, "ci_high": e.ci_high, "n": e.n}
 
 
-def _nanmean(xs) -> float | None:
-    a = np.asarray([x for x in xs if x is not None], dtype=float)
-    a = a[np.isfinite(a)]
-    return float(a.mean()) if a.size else None
+@dataclass
+class TaskState:
+    """One accepted task through the step: its groups, statistics and audit values."""
+
+    index: int  # position in the step's Synthesizer outputs
+    task: Task
+    truth: str | None
+    outs: list = field(default_factory=list)  # screen group: completions, answers, formats, verdicts
+    answers: list = field(default_factory=list)
+    formatted: list = field(default_factory=list)
+    verdicts: list = field(default_factory=list)  # screen answers vs the reference
+    mu1: float = float("nan")
+    true_p: float | None = None
+    p_ref: float | None = None
+    conf_answers: list | None = None  # confirm group (training or instrument)
+    conf_verdicts: list | None = None
+    conf_purpose: str = ""
+    conf_timing: str = ""
+    mode: str | None = None  # mode of the 2K answers, its share, nu, in the doubt bucket
+    share: float | None = None
+    nu: float | None = None
+    in_doubt: bool | None = None
+    anchor: str | None = None
+    dropped: bool = False
+    mu_post: float | None = None
+    post_purpose: str = ""
+    p_post: float | None = None
+    p_ref_post: float | None = None
+
+    @property
+    def reference(self) -> str | None:
+        return self.task.reference
+
+    @property
+    def bearing(self) -> bool:
+        return 0 < self.mu1 < 1
+
+    @property
+    def mu_confirm(self) -> float | None:
+        return _mu(self.conf_verdicts) if self.conf_verdicts is not None else None
 
 
-class RGBCRecipe:
+@dataclass
+class Candidate:
+    """One Synthesizer output: validation, oracle facts, consensus, and (if accepted) its task."""
+
+    task_id: str
+    completion: Completion
+    group: int  # the Synthesizer prompt (GRPO group) it came from
+    validation: Validation
+    truth: str | None = None
+    reference_correct: bool | None = None
+    consensus: Consensus | None = None
+    state: TaskState | None = None
+
+
+def _mu(verdicts) -> float:
+    return float(np.mean([v.value == 1 for v in verdicts])) if verdicts else float("nan")
+
+
+class RGBCRecipe(RecipeBase):
     name = "rgbc"
 
-    def __init__(self, cfg: RunConfig, world: World, policies: dict, run_id: str, verifier) -> None:
-        self.cfg, self.world, self.run_id, self.verifier = cfg, world, run_id, verifier
+    def __init__(self, cfg, world, policies: dict, run_id: str, verifier) -> None:
+        super().__init__(cfg, world, policies, run_id, verifier)
         self.synth = policies["synthesizer"]
-        self.solver = policies["solver"]
         sc, rc = cfg.synco, cfg.rgbc
         self.arm = "synco" if cfg.recipe == "synco" else rc.arm
         self.confirm_train = self.arm != "synco" and rc.confirm  # confirm group that feeds a reward
@@ -145,451 +198,292 @@ class RGBCRecipe:
         self.timing = timing if self.confirm_train else "pre"
         self.omega0 = rc.omega0 if self.arm == "full" else 1.0
         self.matched = cfg.recipe == "rgbc" and self.arm == "synco" and rc.budget == "matched"
-        self.loss = loss_config(cfg)
-        self.sp = sampling_params(cfg)
         self.sp_synth = sampling_params(cfg, sc.synth_max_tokens)
-        self.eval_tasks = list(world.eval_set())
         self.recent: list[str] = []
         self.last_bearing = rc.budget_prior
-        self.audit_gen = torch.Generator().manual_seed(cfg.seed + 7919)
         self.rng = random.Random(cfg.seed)
 
-    # ------------------------------------------------------------------ schedule
     def plan(self) -> list[StepSpec]:
         sc = self.cfg.synco
         return round_plan(sc.rounds, [("train", sc.steps_per_round)])
 
-    def run_step(self, spec: StepSpec, w: StepWriter) -> dict:
-        return getattr(self, f"_{spec.phase}")(spec, w)
-
-    # ------------------------------------------------------------------ state
     def state_dict(self) -> dict:
-        return {"recent": self.recent, "last_bearing": self.last_bearing, "audit_gen": self.audit_gen.get_state(),
-                "rng": self.rng.getstate()}
+        return {"recent": self.recent, "last_bearing": self.last_bearing, "rng": self.rng.getstate()}
 
     def load_state_dict(self, st: dict) -> None:
         self.recent, self.last_bearing = list(st["recent"]), st["last_bearing"]
-        self.audit_gen.set_state(st["audit_gen"])
         self.rng.setstate(st["rng"])
 
-    # ------------------------------------------------------------------ helpers
-    @contextmanager
-    def _audit_stream(self):
-        """Audit-only sampling draws from its own generator, so it never shifts the training stream."""
-        pol = self.solver
-        if not hasattr(pol, "gen"):
-            yield
-            return
-        saved = pol.gen
-        pol.gen = self.audit_gen
-        try:
-            yield
-        finally:
-            pol.gen = saved
+    # ------------------------------------------------------------------ the step
+    def _train(self, spec: StepSpec, w: StepWriter) -> dict:
+        ctx = self.ctx(spec)
+        cands, extra = self._synthesize(spec, w)
+        states = self._consensus(ctx, cands, w)
+        self._audit_pass_rates(ctx, states, post=False)
+        self._screen(ctx, states, w)
+        bear = [s for s in states if s.bearing]
+        self.last_bearing = len(bear) / len(states) if states else self.last_bearing
+        if self.confirm_train and self.timing == "pre":
+            self._confirm(ctx, bear, w, "confirm", "train", "pre")
+        elif not self.confirm_train and self.cfg.synco.instrument:
+            self._confirm(ctx, bear, w, "confirm-instrument", "audit", "pre")
+        self._doubt(states)
+        s_metrics, rewards = self._update_reasoner(ctx, states, w)
+        if self.confirm_train and self.timing == "post":
+            self._confirm(ctx, bear, w, "confirm", "train", "post")
+            self._doubt(states)  # after the update the bucket can only change the Synthesizer reward
+        self._post_instrument(ctx, bear, w)
+        if self.world.has_oracle:
+            self._audit_pass_rates(ctx, [s for s in states if s.mu_post is not None], post=True)
+        s_rewards, y_metrics, stats = self._reward_synthesizer(ctx, cands, w)
+        return self._metrics(cands, states, stats, extra, s_rewards, rewards, y_metrics, s_metrics)
 
-    def _sample(self, tasks, n: int, audit: bool):
-        if not tasks:
-            return [], [], []
-        if audit:
-            with self._audit_stream():
-                outs = solve(self.solver, self.world, tasks, n, self.sp)
-        else:
-            outs = solve(self.solver, self.world, tasks, n, self.sp)
-        ans, fmt = [], []
-        for comps in outs:
-            pairs = [reasoner_answer(self.world, c) for c in comps]
-            ans.append([a for a, _ in pairs])
-            fmt.append([f for _, f in pairs])
-        return outs, ans, fmt
-
-    def _match(self, answers: list[list], targets: list) -> list[list]:
-        """Verdicts of every answer against its task's target, through the verifier."""
-        flat = self.verifier.match_many([(a, t) for ans, t in zip(answers, targets) for a in ans])
-        out, j = [], 0
-        for ans in answers:
-            out.append(flat[j:j + len(ans)])
-            j += len(ans)
-        return out
-
-    @staticmethod
-    def _mu(verdicts) -> float:
-        return float(np.mean([v.value == 1 for v in verdicts])) if verdicts else float("nan")
-
-    def _audit_p(self, tasks, truths) -> tuple[list, list]:
-        """True pass rate (vs oracle) and reference-match rate per task from many extra samples."""
-        n = self.cfg.synco.audit_samples
-        if n == 0 or not tasks:
-            return [None] * len(tasks), [None] * len(tasks)
-        _, ans, _ = self._sample(tasks, n, audit=True)
-        v_true = self._match(ans, truths)
-        v_ref = self._match(ans, [t.reference for t in tasks])
-        return [self._mu(v) for v in v_true], [self._mu(v) for v in v_ref]
-
-    def _rollout_rows(self, spec, tasks, outs, ans, purpose, truths, refs_v, oracle_v, offset=0):
-        roll, verd = [], []
-        for t, comps, a_s, rv, ov in zip(tasks, outs, ans, refs_v, oracle_v):
-            for k, (c, a) in enumerate(zip(comps, a_s)):
-                rid = f"{t.task_id}-{purpose}-{k + offset}"
-                roll.append({"run_id": self.run_id, "rollout_id": rid, "task_id": t.task_id, "round": spec.round,
-                             "step": spec.step, "role": "solver", "purpose": purpose, "group_idx": k + offset,
-                             "policy_version": c.policy_version, "text": c.text, "answer": a,
-                             "n_tokens": len(c.token_ids), "finish_reason": c.finish_reason,
-                             "sampler_json": sampler_info(c)})
-                verd.append(self._verdict(spec, rid, t.task_id, "reference", rv[k]))
-                if ov is not None:
-                    verd.append(self._verdict(spec, rid, t.task_id, "oracle", ov[k]))
-        return roll, verd
-
-    def _verdict(self, spec, rid, task_id, target, v, kind=None, version=None) -> dict:
-        return {"run_id": self.run_id, "rollout_id": rid, "task_id": task_id, "step": spec.step, "target": target,
-                "verifier_kind": kind or self.verifier.kind, "verifier_version": version or self.verifier.version,
-                "criterion_id": None, "value": v.value, "reason": v.reason, "elapsed_s": getattr(v, "elapsed_s", 0.0)}
-
-    def _propose(self, n_prompts: int, spec: StepSpec) -> list[Proposal]:
-        """Synthesizer outputs for ``n_prompts`` prompts x ``synth_group`` (the world's synthesizer prompt)."""
-        prompts_fn = getattr(self.world, "synthesizer_prompts", None)
-        prompts = prompts_fn(n_prompts, self.cfg.seed + spec.step) if prompts_fn else [SYNTH_PROMPT] * n_prompts
-        outs = self.synth.sample(prompts, self.cfg.synco.synth_group, self.sp_synth)
-        return [Proposal(c, self.world.parse_task(full_text(c), f"s{spec.step}-{g}-{k}"), g)
-                for g, comps in enumerate(outs) for k, c in enumerate(comps)]
-
-    # ------------------------------------------------------------------ phases
-    def _eval(self, spec: StepSpec, w: StepWriter) -> dict:
-        acc = evaluate_solver(self.solver, self.world, self.eval_tasks, self.run_id, spec.round, spec.step, w,
-                              greedy=self.cfg.eval.greedy, samples=self.cfg.eval.samples, sampling=self.sp)
-        return {"eval": acc}
-
-    def _train(self, spec: StepSpec, w: StepWriter) -> dict:  # noqa: C901 (one readable pass of the loop)
-        sc, rc, K = self.cfg.synco, self.cfg.rgbc, self.cfg.synco.k
-        has_oracle = self.world.has_oracle
+    # ------------------------------------------------------------------ stages
+    def _synthesize(self, spec: StepSpec, w: StepWriter) -> tuple[list[Candidate], int]:
+        """Synthesizer outputs (budget-matched extra groups in arm synco), validator verdicts, oracle facts."""
+        sc = self.cfg.synco
         n_groups = sc.tasks_per_step // sc.synth_group
         extra = int(round(self.last_bearing * n_groups)) if self.matched else 0
-        props = self._propose(n_groups + extra, spec)
-        ids = [f"s{spec.step}-{p.group}-{i % sc.synth_group}" for i, p in enumerate(props)]
+        prompts_fn = getattr(self.world, "synthesizer_prompts", None)
+        prompts = (prompts_fn(n_groups + extra, self.cfg.seed + spec.step) if prompts_fn
+                   else [SYNTH_PROMPT] * (n_groups + extra))
+        outs = self.synth.sample(prompts, sc.synth_group, self.sp_synth)
+        comps = [(g, c) for g, cs in enumerate(outs) for c in cs]
+        ids = [f"s{spec.step}-{g}-{i % sc.synth_group}" for i, (g, _) in enumerate(comps)]
         window = self.recent[-sc.redundancy_window:] if sc.redundancy_window else []
-        vals = validate_outputs(self.world, [p.completion for p in props], ids, window, sc.hard_checks,
+        vals = validate_outputs(self.world, [c for _, c in comps], ids, window, sc.hard_checks,
                                 sc.quality_weights, sc.reliability_weights)
-        valid = [i for i, v in enumerate(vals) if v.ok]
-        self.recent = (self.recent + [vals[i].task.question for i in valid])[-max(sc.redundancy_window, 1):]
-        verd_rows, roll_rows = [], []
-        for i, v in enumerate(vals):
-            for name, (ok, reason) in v.checks.items():
-                verd_rows.append({"run_id": self.run_id, "rollout_id": ids[i], "task_id": ids[i], "step": spec.step,
-                                  "target": f"validator:{name}", "verifier_kind": VALIDATOR_KIND,
-                                  "verifier_version": "v1", "criterion_id": name, "value": int(ok),
-                                  "reason": reason, "elapsed_s": 0.0})
-        # oracle facts (audit only: never enter a reward)
-        truth = {i: (self.world.oracle(vals[i].task) if has_oracle and vals[i].task is not None else None)
-                 for i in range(len(vals))}
-        ref_ok_v = self.verifier.match_many([(vals[i].task.reference, truth[i]) for i in valid]) if has_oracle else []
-        ref_correct = {i: (None if not has_oracle or v.value is None else bool(v.value)) for i, v in zip(valid, ref_ok_v)}
+        cands = [Candidate(ids[i], c, g, vals[i]) for i, (g, c) in enumerate(comps)]
+        valid = [c for c in cands if c.validation.ok]
+        self.recent = (self.recent + [c.validation.task.question for c in valid])[-max(sc.redundancy_window, 1):]
+        w.add("verdicts", [verdict_row(self.run_id, spec.step, c.task_id, c.task_id, f"validator:{name}", int(ok),
+                                       reason, VALIDATOR_KIND, "v1", criterion_id=name)
+                           for c in cands for name, (ok, reason) in c.validation.checks.items()])
+        if self.world.has_oracle:  # oracle facts: audit only, never enter a reward
+            for c in cands:
+                c.truth = self.world.oracle(c.validation.task) if c.validation.task is not None else None
+            judged = self.verifier.match_many([(c.validation.task.reference, c.truth) for c in valid])
+            for c, v in zip(valid, judged):
+                c.reference_correct = None if v.value is None else bool(v.value)
+        return cands, extra
 
-        # ---- consensus check (before any Reasoner rollout)
-        cons = {}
+    def _consensus(self, ctx: StepContext, cands: list[Candidate], w: StepWriter) -> list[TaskState]:
+        """Independent solves of each validated task; the accepted ones become TaskStates."""
+        sc = self.cfg.synco
+        valid = [c for c in cands if c.validation.ok]
         if sc.consensus and valid:
-            tasks_v = [vals[i].task for i in valid]
-            outs, ans, _ = self._sample(tasks_v, sc.consensus_n, audit=False)
-            res = consensus_check(self.verifier, ans, [t.reference for t in tasks_v], sc.consensus_min_agree)
-            ov = self._match(ans, [truth[i] for i in valid]) if has_oracle else [None] * len(valid)
-            r, v_ = self._rollout_rows(spec, tasks_v, outs, ans, "consensus", None, [c.verdicts for c in res], ov)
-            roll_rows += r
-            verd_rows += v_
-            for i, c in zip(valid, res):
-                cons[i] = c
-                verd_rows.append({"run_id": self.run_id, "rollout_id": ids[i], "task_id": ids[i], "step": spec.step,
-                                  "target": "consensus", "verifier_kind": self.verifier.kind,
-                                  "verifier_version": self.verifier.version, "criterion_id": None,
-                                  "value": int(c.ok), "reason": c.reason, "elapsed_s": 0.0})
-        acc_idx = [i for i in valid if i not in cons or cons[i].ok]
-        tasks = [vals[i].task for i in acc_idx]
-        refs = [t.reference for t in tasks]
-        truths = [truth[i] for i in acc_idx]
-        n = len(tasks)
+            tasks = [c.validation.task for c in valid]
+            g = self._draw(ctx, tasks, sc.consensus_n, "consensus", "train", [c.truth for c in valid])
+            w.extend(g.rows)
+            for c, verdicts in zip(valid, g.verdicts["reference"]):
+                c.consensus = consensus_from_verdicts(verdicts, sc.consensus_min_agree)
+                w.add("verdicts", [verdict_row(self.run_id, ctx.step, c.task_id, c.task_id, "consensus",
+                                               int(c.consensus.ok), c.consensus.reason, self.verifier.kind,
+                                               self.verifier.version)])
+        states = []
+        for i, c in enumerate(cands):
+            if c.validation.ok and (c.consensus is None or c.consensus.ok):
+                c.state = TaskState(i, c.validation.task, c.truth, anchor=c.validation.task.reference)
+                states.append(c.state)
+        return states
 
-        # ---- oracle audit: true pass rates under the pre-update Reasoner
-        true_p, p_ref = self._audit_p(tasks, truths) if has_oracle else ([None] * n, [None] * n)
+    def _draw(self, ctx: StepContext, tasks: list[Task], n: int, purpose: str, stream: str, truths: list,
+              offset: int = 0):
+        """n Reasoner rollouts per task with verdicts vs the reference (and the oracle where known)."""
+        targets = {"reference": [t.reference for t in tasks],
+                   "oracle": truths if self.world.has_oracle else None}
+        return draw_group(ctx, self.solver, tasks, n, self.sp, purpose, targets, offset=offset, stream=stream,
+                          extract=lambda c: reasoner_answer(self.world, c))
 
-        # ---- screen group (pre)
-        s_outs, s_ans, s_fmt = self._sample(tasks, K, audit=False)
-        s_v = self._match(s_ans, refs)
-        s_ov = self._match(s_ans, truths) if has_oracle else [None] * n
-        r, v_ = self._rollout_rows(spec, tasks, s_outs, s_ans, "screen", None, s_v, s_ov)
-        roll_rows += r
-        verd_rows += v_
-        mu1 = [self._mu(v) for v in s_v]
-        bear = [j for j in range(n) if 0 < mu1[j] < 1]
-        self.last_bearing = len(bear) / n if n else self.last_bearing
-
-        # ---- confirm group: training (arm mu_tilde pre / arm full post) or audit-only instrument
-        conf = {}  # j -> (answers, verdicts vs reference, purpose, timing)
-
-        def draw_confirm(purpose: str, audit: bool, timing: str) -> None:
-            bt = [tasks[j] for j in bear]
-            outs, ans, _ = self._sample(bt, K, audit=audit)
-            cv = self._match(ans, [refs[j] for j in bear])
-            cov = self._match(ans, [truths[j] for j in bear]) if has_oracle else [None] * len(bear)
-            rr, vv = self._rollout_rows(spec, bt, outs, ans, purpose, None, cv, cov, offset=K)
-            roll_rows.extend(rr)
-            verd_rows.extend(vv)
-            for j, a, v in zip(bear, ans, cv):
-                conf[j] = (a, v, purpose, timing)
-
-        if self.confirm_train and self.timing == "pre":
-            draw_confirm("confirm", audit=False, timing="pre")
-        elif not self.confirm_train and sc.instrument:
-            draw_confirm("confirm-instrument", audit=True, timing="pre")
-
-        # ---- mode, nu and the reference-in-doubt bucket (from the 2K answers, where known)
-        def doubt_stats() -> dict:
-            out = {}
-            js = sorted(conf)
-            if not js:
-                return out
-            all_ans = [s_ans[j] + conf[j][0] for j in js]
-            votes = self.verifier.majority_votes(all_ans)
-            agree = self.verifier.match_many([(v.label, refs[j]) for v, j in zip(votes, js)])
-            for j, v, a in zip(js, votes, agree):
-                nu = None if v.label is None or a.value is None else float(a.value)
-                out[j] = {"mode": v.label, "share": v.p_hat, "nu": nu,
-                          "doubt": bool(nu == 0.0 and v.p_hat >= rc.doubt_stable - 1e-12)}
-            return out
-
-        ds = doubt_stats() if conf else {}
-        doubt_acts = self.confirm_train  # the bucket changes training only in arms with a training confirm group
-        anchors = list(refs)
-        dropped = set()
-        if doubt_acts:
-            for j, d in ds.items():
-                if d["doubt"]:
-                    if rc.doubt_policy == "anchor":
-                        anchors[j] = d["mode"]
-                    else:
-                        dropped.add(j)
-
-        # ---- Reasoner update on the screen (pre) group
-        train_js = [j for j in range(n) if j not in dropped]
-        s_anchor_v = s_v if anchors == refs else self._match(s_ans, anchors)
-        rewards = np.concatenate([reasoner_rewards([v.value for v in s_anchor_v[j]], s_fmt[j], sc.reward_formatted,
-                                                   sc.reward_recovered) for j in train_js]) if train_js else np.zeros(0)
-        solver_before = self.solver.version
-        reward_rows = []
-        if train_js:
-            adv = group_advantages(to_groups(rewards, K), self.cfg.loss.advantage_scale).flatten()
-            comps = [c for j in train_js for c in s_outs[j]]
-            s_metrics = grpo_update(self.solver, comps, adv.tolist(), self.loss)
-            for q, j in enumerate(train_js):
-                for k in range(K):
-                    x = q * K + k
-                    reward_rows.append({"run_id": self.run_id, "step": spec.step, "role": "solver",
-                                        "item_id": f"{tasks[j].task_id}-screen-{k}", "task_id": tasks[j].task_id,
-                                        "reward": float(rewards[x]), "advantage": float(adv[x]),
-                                        "components_json": dumps({"formatted": s_fmt[j][k],
-                                                                  "anchor": "mode" if anchors[j] != refs[j] else "reference"})})
-        else:
-            s_metrics = {"skipped": 1.0}
-
-        # ---- post group: the training confirm group of arm full, else an audit-only instrument
-        if self.confirm_train and self.timing == "post":
-            draw_confirm("confirm", audit=False, timing="post")
-            ds = doubt_stats()
-            if doubt_acts:  # after the update the bucket can only change the Synthesizer reward
-                for j, d in ds.items():
-                    if d["doubt"] and rc.doubt_policy == "anchor":
-                        anchors[j] = d["mode"]
-                    elif d["doubt"]:
-                        dropped.add(j)
-        post = {j: (self._mu(c[1]), c[2]) for j, c in conf.items() if c[3] == "post"}
-        if not post and sc.instrument and bear:
-            bt = [tasks[j] for j in bear]
-            outs, ans, _ = self._sample(bt, K, audit=True)
-            pv = self._match(ans, [refs[j] for j in bear])
-            pov = self._match(ans, [truths[j] for j in bear]) if has_oracle else [None] * len(bear)
-            rr, vv = self._rollout_rows(spec, bt, outs, ans, "post-instrument", None, pv, pov, offset=2 * K)
-            roll_rows += rr
-            verd_rows += vv
-            post = {j: (self._mu(v), "post-instrument") for j, v in zip(bear, pv)}
-        p_post, p_ref_post = {}, {}
-        if has_oracle and post:
-            pj = sorted(post)
-            a_, b_ = self._audit_p([tasks[j] for j in pj], [truths[j] for j in pj])
-            p_post, p_ref_post = dict(zip(pj, a_)), dict(zip(pj, b_))
-
-        # ---- Synthesizer rewards
-        s_rewards = np.zeros(len(props))
-        comp: list[dict] = [{} for _ in props]
-        stats_rows, task_rows = [], []
-        pos = {i: j for j, i in enumerate(acc_idx)}
-        for i, p in enumerate(props):
-            v = vals[i]
-            gq, gr = quality_gate(v.quality), quality_gate(v.reliability)
-            c = {"quality": v.quality, "reliability": v.reliability, "novelty": v.novelty, "G_q": float(gq),
-                 "G_r": float(gr), "arm": self.arm}
-            row = {"run_id": self.run_id, "task_id": ids[i], "round": spec.round, "step": spec.step, "arm": self.arm,
-                   "validator_ok": v.ok, "consensus_ok": cons[i].ok if i in cons else None,
-                   "proposer_answer": v.task.reference if v.task else None,
-                   "reference_correct": ref_correct.get(i)}
-            if not v.ok:
-                failed = [h for h in sc.hard_checks if not v.checks[h][0]]
-                s_rewards[i] = sc.invalid_reward
-                c["rejected"] = f"validator:{failed[0] if failed else 'unknown'}"
-            elif i not in pos:
-                s_rewards[i] = sc.consensus_reject_reward
-                c["rejected"] = "consensus"
+    def _audit_pass_rates(self, ctx: StepContext, states: list[TaskState], post: bool) -> None:
+        """True pass rate (vs oracle) and reference-match rate per task from many extra samples."""
+        n = self.cfg.synco.audit_samples
+        if n == 0 or not states or not self.world.has_oracle:
+            return
+        g = self._draw(ctx, [s.task for s in states], n, "audit", "audit", [s.truth for s in states])
+        for j, s in enumerate(states):
+            if post:
+                s.p_post, s.p_ref_post = g.mu("oracle", j), g.mu("reference", j)
             else:
-                j = pos[i]
-                m1 = mu1[j]
-                row.update({"k_screen": K, "mu_screen": m1, "mu_pre": m1, "true_p": true_p[j],
-                            "true_p_n": sc.audit_samples if true_p[j] is not None else None})
-                mu_t, kap = m1, None
-                if j in conf:
-                    m2 = self._mu(conf[j][1])
-                    mu_t = (m1 + m2) / 2.0
-                    kap = int(0 < m2 < 1)
-                    row.update({"k_confirm": K, "mu_confirm": m2, "kappa": kap, "mu_tilde": mu_t})
-                if j in ds:
-                    row.update({"mode_answer": ds[j]["mode"], "mode_share": ds[j]["share"], "nu": ds[j]["nu"],
-                                "in_doubt": ds[j]["doubt"]})
-                if j in post:
-                    row.update({"mu_post": post[j][0], "lag": m1 - post[j][0]})
-                # the reward of this arm
-                feeds = conf.get(j, (None, None, "", ""))[2] == "confirm"  # a training confirm group exists
-                if self.arm == "synco":
-                    r_s = synco_reward(v.quality, v.reliability, m1)
-                    c.update({"T": teachability(m1), "mu_used": m1})
+                s.true_p, s.p_ref = g.mu("oracle", j), g.mu("reference", j)
+
+    def _screen(self, ctx: StepContext, states: list[TaskState], w: StepWriter) -> None:
+        K = self.cfg.synco.k
+        g = self._draw(ctx, [s.task for s in states], K, "screen", "train", [s.truth for s in states])
+        w.extend(g.rows)
+        for j, s in enumerate(states):
+            s.outs, s.answers, s.formatted = g.outs[j], g.answers[j], g.formatted[j]
+            s.verdicts = g.verdicts["reference"][j]
+            s.mu1 = _mu(s.verdicts)
+
+    def _confirm(self, ctx: StepContext, bear: list[TaskState], w: StepWriter, purpose: str, stream: str,
+                 timing: str) -> None:
+        """The confirm group of the bearing tasks (a training group, or an audit-only instrument)."""
+        if not bear:
+            return
+        K = self.cfg.synco.k
+        g = self._draw(ctx, [s.task for s in bear], K, purpose, stream, [s.truth for s in bear], offset=K)
+        w.extend(g.rows)
+        for j, s in enumerate(bear):
+            s.conf_answers, s.conf_verdicts = g.answers[j], g.verdicts["reference"][j]
+            s.conf_purpose, s.conf_timing = purpose, timing
+            if timing == "post":
+                s.mu_post, s.post_purpose = _mu(s.conf_verdicts), purpose
+
+    def _doubt(self, states: list[TaskState]) -> None:
+        """Mode, nu and the reference-in-doubt bucket from the 2K answers; in arms with a training
+        confirm group the bucket drops the task or anchors it on the mode (``rgbc.doubt_policy``)."""
+        rc = self.cfg.rgbc
+        js = [s for s in states if s.conf_answers is not None]
+        if not js:
+            return
+        votes = self.verifier.majority_votes([s.answers + s.conf_answers for s in js])
+        agree = self.verifier.match_many([(v.label, s.reference) for v, s in zip(votes, js)])
+        for s, v, a in zip(js, votes, agree):
+            s.mode, s.share = v.label, v.p_hat
+            s.nu = None if v.label is None or a.value is None else float(a.value)
+            s.in_doubt = bool(s.nu == 0.0 and v.p_hat >= rc.doubt_stable - 1e-12)
+            if self.confirm_train and s.in_doubt:
+                if rc.doubt_policy == "anchor":
+                    s.anchor = s.mode
                 else:
-                    mu_arg = mu_t if feeds else m1
-                    if self.arm == "full" and rc.reward_mu == "post" and feeds:
-                        mu_arg = self._mu(conf[j][1])
-                    if j in dropped:
-                        mu_arg = None
-                    elif anchors[j] != refs[j] and feeds:
-                        allv = self._match([s_ans[j] + conf[j][0]], [anchors[j]])[0]
-                        mu_arg = self._mu(allv)
-                    kk = kap if (feeds and self.arm == "full") else None
-                    if mu_arg is None:
-                        r_s = rc.doubt_reward
-                        c["rejected"] = "reference-in-doubt (dropped)"
-                    else:
-                        r_s = float(gq * gr * rgbc_reward(mu_arg, kk, self.omega0))
-                        c.update({"T": teachability(mu_arg), "mu_used": mu_arg, "kappa": kk, "omega0": self.omega0})
-                n_adv = 2 * K if j in conf else K
-                c["adv_hat"] = float(advantage_magnitude(mu_t, n_adv)) if n_adv >= 2 else None
-                s_rewards[i] = r_s
-                row["reward"] = float(r_s)
-            if "reward" not in row:
-                row["reward"] = float(s_rewards[i])
-            stats_rows.append(row)
-            t = v.task
-            meta = {"checks": {k: {"ok": ok, "reason": rs} for k, (ok, rs) in v.checks.items()},
-                    "scores": v.parts, "quality": v.quality, "reliability": v.reliability,
-                    "solution": t.solution if t else None,
-                    "consensus": ({"support": cons[i].support, "n": cons[i].n} if i in cons else None)}
-            if i in pos:
-                j = pos[i]
-                meta.update({"p_ref": p_ref[j], "true_p_post": p_post.get(j), "p_ref_post": p_ref_post.get(j),
-                             "confirm_timing": conf[j][3] if j in conf else None,
-                             "confirm_purpose": conf[j][2] if j in conf else None,
-                             "post_purpose": post[j][1] if j in post else None, "dropped": j in dropped})
-            task_rows.append({"run_id": self.run_id, "task_id": ids[i], "round": spec.round, "step": spec.step,
-                              "source": "synthesizer", "proposer_version": p.completion.policy_version,
-                              "prompt_version": self.world.prompt_version, "raw_text": full_text(p.completion),
-                              "question": t.question if t else None, "parse_ok": t is not None,
-                              "parse_reason": v.checks["well_posed"][1], "difficulty": t.meta.get("difficulty") if t else None,
-                              "reference": t.reference if t else None, "oracle_answer": truth.get(i),
-                              "pseudo_label": None, "p_hat": None, "kept": i in pos, "meta_json": dumps(meta)})
-            comp[i] = c
-        s_adv = group_advantages(to_groups(s_rewards, sc.synth_group), self.cfg.loss.advantage_scale).flatten()
-        synth_before = self.synth.version
-        y_metrics = grpo_update(self.synth, [p.completion for p in props], s_adv.tolist(), self.loss)
-        for i in range(len(props)):
-            reward_rows.append({"run_id": self.run_id, "step": spec.step, "role": "synthesizer", "item_id": ids[i],
-                                "task_id": ids[i], "reward": float(s_rewards[i]), "advantage": float(s_adv[i]),
-                                "components_json": dumps(comp[i])})
-        w.add("tasks", task_rows)
-        w.add("task_stats", stats_rows)
-        w.add("rollouts", roll_rows)
-        w.add("verdicts", verd_rows)
-        w.add("rewards", reward_rows)
-        w.add("updates", [
-            {"run_id": self.run_id, "step": spec.step, "role": "solver", "version_before": solver_before,
-             "version_after": self.solver.version, "n_sequences": len(train_js) * K, "metrics_json": dumps(s_metrics)},
-            {"run_id": self.run_id, "step": spec.step, "role": "synthesizer", "version_before": synth_before,
-             "version_after": self.synth.version, "n_sequences": len(props), "metrics_json": dumps(y_metrics)}])
-        return self._metrics(spec, props, vals, valid, cons, acc_idx, mu1, bear, conf, ds, post, true_p, p_ref,
-                             p_post, p_ref_post, ref_correct, s_rewards, rewards, extra, dropped, y_metrics, s_metrics)
+                    s.dropped = True
+
+    def _update_reasoner(self, ctx: StepContext, states: list[TaskState], w: StepWriter):
+        sc, K = self.cfg.synco, self.cfg.synco.k
+        train = [s for s in states if not s.dropped]
+        anchored = any(s.anchor != s.reference for s in states)
+        verdicts = (match_grouped(self.verifier, [s.answers for s in train], [s.anchor for s in train])
+                    if anchored else [s.verdicts for s in train])
+        rewards = (np.concatenate([reasoner_rewards([v.value for v in vs], s.formatted, sc.reward_formatted,
+                                                    sc.reward_recovered) for s, vs in zip(train, verdicts)])
+                   if train else np.zeros(0))
+        comps = [c for s in train for c in s.outs]
+        items = [f"{s.task.task_id}-screen-{k}" for s in train for k in range(K)]
+        components = [{"formatted": s.formatted[k], "anchor": "mode" if s.anchor != s.reference else "reference"}
+                      for s in train for k in range(K)]
+        up = update_role(ctx, self.solver, "solver", comps, rewards, K, items,
+                         [s.task.task_id for s in train for _ in range(K)], components)
+        w.extend(up.rows)
+        return up.metrics, rewards
+
+    def _post_instrument(self, ctx: StepContext, bear: list[TaskState], w: StepWriter) -> None:
+        """An audit-only post group where the arm has none (lag of every arm)."""
+        if any(s.mu_post is not None for s in bear) or not self.cfg.synco.instrument or not bear:
+            return
+        K = self.cfg.synco.k
+        g = self._draw(ctx, [s.task for s in bear], K, "post-instrument", "audit", [s.truth for s in bear],
+                       offset=2 * K)
+        w.extend(g.rows)
+        for j, s in enumerate(bear):
+            s.mu_post, s.post_purpose = g.mu("reference", j), "post-instrument"
+
+    def _reward_synthesizer(self, ctx: StepContext, cands: list[Candidate], w: StepWriter):
+        """r_S per Synthesizer output by arm, task and task_stats rows, the Synthesizer update."""
+        sc = self.cfg.synco
+        rewards, comps, stats, tasks = np.zeros(len(cands)), [], [], []
+        for i, c in enumerate(cands):
+            r, comp, row = self._candidate_reward(ctx, c)
+            rewards[i] = r
+            comps.append(comp)
+            stats.append(row)
+            tasks.append(self._task_row(ctx, c))
+        up = update_role(ctx, self.synth, "synthesizer", [c.completion for c in cands], rewards, sc.synth_group,
+                         [c.task_id for c in cands], [c.task_id for c in cands], comps)
+        w.add("tasks", tasks)
+        w.add("task_stats", stats)
+        w.extend(up.rows)
+        return rewards, up.metrics, stats
+
+    def _candidate_reward(self, ctx: StepContext, c: Candidate) -> tuple[float, dict, dict]:
+        sc, rc, K = self.cfg.synco, self.cfg.rgbc, self.cfg.synco.k
+        v = c.validation
+        comp = {"quality": v.quality, "reliability": v.reliability, "novelty": v.novelty,
+                "G_q": float(quality_gate(v.quality)), "G_r": float(quality_gate(v.reliability)), "arm": self.arm}
+        row = {"run_id": self.run_id, "task_id": c.task_id, "round": ctx.round, "step": ctx.step, "arm": self.arm,
+               "validator_ok": v.ok, "consensus_ok": c.consensus.ok if c.consensus is not None else None,
+               "proposer_answer": v.task.reference if v.task else None, "reference_correct": c.reference_correct}
+        s = c.state
+        if not v.ok:
+            failed = [h for h in sc.hard_checks if not v.checks[h][0]]
+            comp["rejected"] = f"validator:{failed[0] if failed else 'unknown'}"
+            row["reward"] = float(sc.invalid_reward)
+            return sc.invalid_reward, comp, row
+        if s is None:
+            comp["rejected"] = "consensus"
+            row["reward"] = float(sc.consensus_reject_reward)
+            return sc.consensus_reject_reward, comp, row
+        row.update(self._stats_columns(s))
+        feeds = s.conf_purpose == "confirm"  # a training confirm group exists
+        mu_anchor = None
+        if s.anchor != s.reference and feeds and not s.dropped:
+            mu_anchor = _mu(match_grouped(self.verifier, [s.answers + s.conf_answers], [s.anchor])[0])
+        facts = ArmFacts(v.quality, v.reliability, s.mu1, s.mu_confirm, feeds, s.dropped, mu_anchor)
+        r, arm_comp = synthesizer_arm_reward(self.arm, facts, self.omega0, rc.reward_mu, rc.doubt_reward)
+        comp.update(arm_comp)
+        mu_t = row.get("mu_tilde", s.mu1)
+        n_adv = 2 * K if s.conf_answers is not None else K
+        comp["adv_hat"] = float(advantage_magnitude(mu_t, n_adv)) if n_adv >= 2 else None
+        row["reward"] = float(r)
+        return r, comp, row
+
+    def _stats_columns(self, s: TaskState) -> dict:
+        """The task_stats columns an accepted task fills (NULL = not defined / not measured)."""
+        K, n_audit = self.cfg.synco.k, self.cfg.synco.audit_samples
+        row = {"k_screen": K, "mu_screen": s.mu1, "mu_pre": s.mu1, "true_p": s.true_p,
+               "true_p_n": n_audit if s.true_p is not None else None}
+        if s.conf_answers is not None:
+            m2 = s.mu_confirm
+            row.update({"k_confirm": K, "mu_confirm": m2, "kappa": int(0 < m2 < 1), "mu_tilde": (s.mu1 + m2) / 2.0})
+        if s.in_doubt is not None:
+            row.update({"mode_answer": s.mode, "mode_share": s.share, "nu": s.nu, "in_doubt": s.in_doubt})
+        if s.mu_post is not None:
+            row.update({"mu_post": s.mu_post, "lag": s.mu1 - s.mu_post})
+        return row
+
+    def _task_row(self, ctx: StepContext, c: Candidate) -> dict:
+        v, t, s = c.validation, c.validation.task, c.state
+        meta = {"checks": {k: {"ok": ok, "reason": rs} for k, (ok, rs) in v.checks.items()},
+                "scores": v.parts, "quality": v.quality, "reliability": v.reliability,
+                "solution": t.solution if t else None,
+                "consensus": ({"support": c.consensus.support, "n": c.consensus.n} if c.consensus else None)}
+        if s is not None:
+            meta.update({"p_ref": s.p_ref, "true_p_post": s.p_post, "p_ref_post": s.p_ref_post,
+                         "confirm_timing": s.conf_timing or None, "confirm_purpose": s.conf_purpose or None,
+                         "post_purpose": s.post_purpose or None, "dropped": s.dropped})
+        return task_row(self.run_id, ctx.round, ctx.step, c.task_id, "synthesizer", c.completion,
+                        self.world.prompt_version, t, v.checks["well_posed"][1], c.truth, kept=s is not None,
+                        meta_json=dumps(meta))
 
     # ------------------------------------------------------------------ per-step numbers
-    def _metrics(self, spec, props, vals, valid, cons, acc_idx, mu1, bear, conf, ds, post, true_p, p_ref, p_post,
-                 p_ref_post, ref_correct, s_rewards, rewards, extra, dropped, y_metrics, s_metrics) -> dict:
+    def _metrics(self, cands, states, stats, extra, s_rewards, rewards, y_metrics, s_metrics) -> dict:
         sc, K = self.cfg.synco, self.cfg.synco.k
-        n = len(acc_idx)
-        n_conf_train = sum(1 for c in conf.values() if c[2] == "confirm")
-        n_conf_instr = sum(1 for c in conf.values() if c[2] == "confirm-instrument")
-        n_post_instr = sum(1 for p in post.values() if p[1] == "post-instrument")
-        screen_r = n * K
-        m = {"n_proposed": len(props), "n_extra_tasks": extra * sc.synth_group, "n_validated": len(valid),
-             "validator_pass_rate": len(valid) / len(props) if props else None,
-             "n_consensus_checked": len(cons), "n_consensus_rejected": sum(1 for c in cons.values() if not c.ok),
-             "consensus_agreement": _nanmean([c.agreement for c in cons.values()]),
-             "n_accepted": n, "n_bearing": len(bear),
-             "rollouts": {"consensus": len(cons) * sc.consensus_n, "screen": screen_r,
+        n = len(states)
+        cons = [c.consensus for c in cands if c.consensus is not None]
+        n_conf_train = sum(1 for s in states if s.conf_purpose == "confirm")
+        n_conf_instr = sum(1 for s in states if s.conf_purpose == "confirm-instrument")
+        n_post_instr = sum(1 for s in states if s.post_purpose == "post-instrument")
+        n_post_audit = sum(1 for s in states if s.mu_post is not None)
+        n_valid = sum(1 for c in cands if c.validation.ok)
+        m = {"n_proposed": len(cands), "n_extra_tasks": extra * sc.synth_group, "n_validated": n_valid,
+             "validator_pass_rate": n_valid / len(cands) if cands else None,
+             "n_consensus_checked": len(cons), "n_consensus_rejected": sum(1 for c in cons if not c.ok),
+             "consensus_agreement": finite_mean([c.agreement for c in cons]),
+             "n_accepted": n, "n_bearing": sum(1 for s in states if s.bearing),
+             "rollouts": {"consensus": len(cons) * sc.consensus_n, "screen": n * K,
                           "confirm_train": n_conf_train * K, "instrument": (n_conf_instr + n_post_instr) * K,
-                          "audit_oracle": (n + len(p_post)) * sc.audit_samples if self.world.has_oracle else 0},
+                          "audit_oracle": (n + n_post_audit) * sc.audit_samples if self.world.has_oracle else 0},
              "synthesizer_reward_mean": float(np.mean(s_rewards)) if len(s_rewards) else None,
              "solver_reward_mean": float(np.mean(rewards)) if len(rewards) else None,
-             "n_dropped_in_doubt": len(dropped), "loss_synthesizer": y_metrics, "loss_solver": s_metrics}
-        m["rollouts"]["train_total"] = screen_r + m["rollouts"]["confirm_train"] + m["rollouts"]["consensus"]
-        br = bearing_rate(np.array(mu1)) if n else None
-        m["bearing_rate"] = _est(br) if br else None
-        conf_r = (n_conf_train + n_conf_instr) * K
-        m["confirm_overhead"] = conf_r / screen_r if screen_r else None
-        js = sorted(conf)
-        if js:
-            mu_s = np.array([mu1[j] for j in js])
-            mu_c = np.array([self._mu(conf[j][1]) for j in js])
-            m["kappa_bar"] = _est(kappa_bar(mu_s, mu_c))
-        if ds:
-            dj = sorted(ds)
-            ok = [j for j in dj if ds[j]["nu"] is not None]
-            if ok:
-                mu_t = [(mu1[j] + self._mu(conf[j][1])) / 2 for j in ok]
-                nb = nu_bar([ds[j]["nu"] == 1.0 for j in ok], [ds[j]["share"] for j in ok], mu_t, self.cfg.rgbc.doubt_stable)
-                m["nu_bar"] = _est(nb["nu_bar"])
-                m["doubt_share"] = _est(nb["doubt_share"])
-        if post:
-            pj = sorted(post)
-            m["lag_bar"] = _est(lag_bar([mu1[j] for j in pj], [post[j][0] for j in pj]))
+             "n_dropped_in_doubt": sum(1 for s in states if s.dropped),
+             "loss_synthesizer": y_metrics, "loss_solver": s_metrics}
+        m["rollouts"]["train_total"] = n * K + n_conf_train * K + m["rollouts"]["consensus"]
+        m["confirm_overhead"] = (n_conf_train + n_conf_instr) * K / (n * K) if n else None
+        m.update({k: v for k, v in screen_confirm_metrics(stats, self.cfg.rgbc.doubt_stable).items()
+                  if v is not None or k == "bearing_rate"})
         if self.world.has_oracle:
-            m["truth"] = self._truth(valid, acc_idx, mu1, bear, conf, ds, post, true_p, p_ref, p_post, p_ref_post,
-                                     ref_correct, cons)
+            facts = [dict(r, p_ref=c.state.p_ref if c.state else None,
+                          p_ref_post=c.state.p_ref_post if c.state else None,
+                          confirm_timing=c.state.conf_timing if c.state else None) for r, c in zip(stats, cands)]
+            m["truth"] = screen_confirm_truth(facts, K, tuple(sc.mid_band))
         return m
-
-    def _truth(self, valid, acc_idx, mu1, bear, conf, ds, post, true_p, p_ref, p_post, p_ref_post, ref_correct,
-               cons) -> dict:
-        """Oracle truth beside each instrument (audit-only)."""
-        K = self.cfg.synco.k
-        lo, hi = self.cfg.synco.mid_band
-        t: dict = {}
-        tp = [x for x in true_p if x is not None]
-        if tp:
-            t["mid_band_share"] = float(np.mean([lo <= x <= hi for x in tp]))
-            t["true_bearing_rate"] = float(np.mean(bearing_probability(np.array([x for x in p_ref if x is not None]), K)))
-        if conf:
-            ps = [(p_ref_post.get(j) if conf[j][3] == "post" else p_ref[j]) for j in sorted(conf)]
-            ps = [x for x in ps if x is not None]
-            if ps:
-                t["kappa_bar"] = float(np.mean(bearing_probability(np.array(ps), K)))
-        t["wrong_reference_rate_validated"] = _nanmean([0.0 if ref_correct.get(i) else 1.0 for i in valid
-                                                       if ref_correct.get(i) is not None])
-        t["wrong_reference_rate_accepted"] = _nanmean([0.0 if ref_correct.get(i) else 1.0 for i in acc_idx
-                                                      if ref_correct.get(i) is not None])
-        rej = [i for i, c in cons.items() if not c.ok and ref_correct.get(i) is not None]
-        t["consensus_rejected_wrong_ref_share"] = _nanmean([0.0 if ref_correct[i] else 1.0 for i in rej])
-        nu_def = [j for j in sorted(ds) if ds[j]["nu"] is not None]
-        if nu_def:
-            t["nu_bar"] = _nanmean([0.0 if ref_correct.get(acc_idx[j]) else 1.0 for j in nu_def])
-        if post:
-            lags = [p_ref[j] - p_ref_post[j] for j in sorted(post)
-                    if p_ref[j] is not None and p_ref_post.get(j) is not None]
-            t["lag_bar"] = _nanmean(lags)
-        return t

@@ -1,41 +1,36 @@
-"""report.html for a run directory: plots (PNG, embedded) and tables from the ledger."""
+"""report.html for a run directory: the common sections, then the sections of the run's recipe.
+
+Common to every run: run info (recipe, world, seed, preset, wall time), solver eval accuracy by
+round (table and plot, from the ledger's ``evals``), the frontier gain when summary.json has one,
+and the audit (``coevo.audit.render``). The recipe's own sections come from the recipe registry:
+``get_recipe(<recipe of the runs table>).report_sections``, each ``"module:function"`` called as
+``function(led, run_id, run_dir) -> HTML fragment`` ("" = nothing to show). A recipe that cannot
+be resolved gets the common sections and a one-line note.
+"""
 from __future__ import annotations
 
-import base64
 import html
-import io
 import json
 from pathlib import Path
 
-import matplotlib
+from coevo.ledger import views
+from coevo.ledger.store import Ledger
+from coevo.report.plots import figure_html, plt, png_data_uri, table_html
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+__all__ = ["write_report", "plot_eval", "recipe_sections"]
 
-from coevo.ledger import views  # noqa: E402
-from coevo.ledger.store import Ledger  # noqa: E402
-
-
-def _png(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode()
+_STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
+figure{display:inline-block;margin:0.5em}figcaption{font-size:0.8em;color:#555}.big{font-size:1.1em}
+.note{color:#555;font-size:0.9em}"""
 
 
-def _img(b64: str, alt: str) -> str:
-    return f'<figure><img alt="{html.escape(alt)}" src="data:image/png;base64,{b64}"/><figcaption>{html.escape(alt)}</figcaption></figure>'
-
-
-def plot_eval(summary: dict) -> str:
+def plot_eval(evals: list[tuple[int, dict | None]], counts: dict) -> str:
+    """Oracle accuracy per difficulty and round, ±2 binomial SE (data URI)."""
     fig, ax = plt.subplots(figsize=(6, 3.6))
-    init = summary["initial_solver_eval_accuracy"]
-    diffs = list(summary["eval_n_by_difficulty"])
-    series = [init] + [r["solver_eval_accuracy"] for r in summary["rounds"]]
-    xs = list(range(len(series)))
-    for d in diffs:
-        ys = [s["by_difficulty"].get(d) if s else None for s in series]
-        n = summary["eval_n_by_difficulty"][d]
+    xs = [r for r, _ in evals]
+    for d, n in counts.items():
+        ys = [a["by_difficulty"].get(d) if a else None for _, a in evals]
         se = [((y * (1 - y) / n) ** 0.5 if y is not None else 0) for y in ys]
         ax.errorbar(xs, ys, yerr=[2 * s for s in se], marker="o", capsize=3, label=f"{d} (n={n})")
     ax.set_xlabel("round (0 = pretrained)")
@@ -44,122 +39,98 @@ def plot_eval(summary: dict) -> str:
     ax.set_xticks(xs)
     ax.legend(fontsize=7, ncol=2)
     ax.set_title("Solver accuracy on the held-out set (±2 SE)")
-    return _png(fig)
-
-
-def plot_steps(steps: list[dict]) -> str:
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    ch = [(s["step"], s["metrics"]) for s in steps if s["phase"] == "challenger"]
-    sv = [(s["step"], s["metrics"]) for s in steps if s["phase"] == "solver" and "solver_reward_mean" in s["metrics"]]
-    if ch:
-        ax.plot([x for x, _ in ch], [m["challenger_reward_mean"] for _, m in ch], "o-", label="Challenger reward")
-        ax.plot([x for x, _ in ch], [m["format_failure_rate"] for _, m in ch], "x--", label="format failure rate")
-    if sv:
-        ax.plot([x for x, _ in sv], [m["solver_reward_mean"] for _, m in sv], ".-", label="Solver reward (pseudo-label match)")
-    ax.set_xlabel("step")
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7)
-    ax.set_title("Rewards per step")
-    return _png(fig)
-
-
-def plot_mix(mix: dict) -> str:
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    rounds = sorted(mix)
-    labels = sorted({d for r in rounds for d in mix[r]})
-    bottom = [0.0] * len(rounds)
-    for d in labels:
-        vals = [mix[r].get(d, 0.0) for r in rounds]
-        ax.bar([str(r) for r in rounds], vals, bottom=bottom, label=d)
-        bottom = [b + v for b, v in zip(bottom, vals)]
-    ax.set_xlabel("round")
-    ax.set_ylabel("share of proposed questions")
-    if labels:
-        ax.legend(fontsize=7, ncol=3)
-    ax.set_title("What the proposer asks: difficulty mix per round")
-    return _png(fig)
-
-
-def plot_phat(ph: dict) -> str:
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    for r in sorted(ph):
-        ax.hist(ph[r], bins=[i / 10 - 0.05 for i in range(12)], histtype="step", label=f"round {r}")
-    ax.axvspan(0.25, 0.75, alpha=0.1, color="green", label="kept band |p-1/2|<=0.25")
-    ax.set_xlabel("p_hat (majority share of m answers)")
-    ax.legend(fontsize=7)
-    ax.set_title("Candidate questions: self-consistency")
-    return _png(fig)
-
-
-def _table(rows: list[list], head: list[str]) -> str:
-    h = "".join(f"<th>{html.escape(str(x))}</th>" for x in head)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in r) + "</tr>" for r in rows)
-    return f"<table><tr>{h}</tr>{body}</table>"
+    return png_data_uri(fig)
 
 
 def _f(x) -> str:
+    if isinstance(x, dict):  # a step-metric estimate {value, se, ...}
+        x = x.get("value")
     return "-" if x is None else (f"{x:.3f}" if isinstance(x, float) else str(x))
 
 
-def write_report(run_dir: Path, extra_sections: list[str] | None = None) -> Path:
-    run_dir = Path(run_dir)
-    summary = json.loads((run_dir / "summary.json").read_text())
-    led = Ledger(run_dir / "ledger.duckdb", read_only=True)
+def _read_summary(run_dir: Path) -> dict:
     try:
-        run_id = views.run_info(led)["run_id"]
-        steps = views.step_metrics(led, run_id)
-        mix = views.challenger_difficulty_mix(led, run_id)
-        ph = views.p_hat_values(led, run_id)
-        sections = []
-        try:
-            from coevo.audit.render import audit_section_html
+        return json.loads((run_dir / "summary.json").read_text())
+    except (OSError, ValueError):
+        return {}
 
-            sections.append(audit_section_html(run_dir, led, run_id))
-        except ImportError:
-            pass
-        if summary.get("recipe") in ("synco", "rgbc"):
-            try:
-                from coevo.report.teachable import teachable_section_html
-            except ImportError:
-                teachable_section_html = None
-            if teachable_section_html is not None:
-                sections.append(teachable_section_html(run_dir, led, run_id))
-    finally:
-        led.close()
-    diffs = list(summary["eval_n_by_difficulty"])
+
+def _eval_section(led: Ledger, run_id: str, summary: dict, columns: tuple[str, ...]) -> str:
+    """Eval accuracy by round (table with the recipe's summary columns, and a plot)."""
+    counts = views.eval_counts(led, run_id, 0)
+    evals = [(r, views.eval_accuracy(led, run_id, r)) for r in [0, *views.rounds_completed(led, run_id)]]
+    if not counts or all(a is None for _, a in evals):
+        return "<h2>Per round</h2><p class=note>no evaluation in this ledger</p>"
+    diffs = list(counts)
+    by_round = {r.get("round"): r for r in summary.get("rounds", [])}
     rows = []
-    init = summary["initial_solver_eval_accuracy"]
-    rows.append(["0 (init)", _f(init["overall"]), *[_f(init["by_difficulty"].get(d)) for d in diffs], "-", "-", "-", "-", "-"])
-    for r in summary["rounds"]:
-        a = r["solver_eval_accuracy"]
-        rows.append([r["round"], _f(a["overall"]), *[_f(a["by_difficulty"].get(d)) for d in diffs],
-                     _f(r["pseudo_label_accuracy"]), _f(r["kept_fraction"]), _f(r["challenger_reward_mean"]),
-                     _f(r["format_failure_rate"]), r["n_rollouts"]])
-    table = _table(rows, ["round", "eval acc", *[f"acc {d}" for d in diffs], "pseudo-label acc", "kept",
-                          "challenger reward", "format fail", "solver rollouts"])
+    for r, a in evals:
+        a = a or {"overall": None, "by_difficulty": {}}
+        extra = [_f(by_round.get(r, {}).get(c)) if r else "-" for c in columns]
+        rows.append(["0 (init)" if r == 0 else r, _f(a["overall"]), *[_f(a["by_difficulty"].get(d)) for d in diffs],
+                     *extra])
+    table = table_html(rows, ["round", "eval acc", *[f"acc {d}" for d in diffs], *[c.replace("_", " ") for c in columns]])
+    fig = figure_html(plot_eval(evals, counts), "Solver oracle accuracy per difficulty and round")
+    return f"<h2>Per round</h2>{table}<h2>Plots</h2>{fig}"
+
+
+def _run_info(info: dict, summary: dict, run_dir: Path) -> str:
+    wall = summary.get("wall_seconds")
     fr = summary.get("frontier")
     fr_html = ""
     if fr:
-        fr_html = (f"<p class=big>Frontier band <b>{', '.join(fr['band'])}</b> (n={fr['n']}): "
+        fr_html = (f"<p class=big>Frontier band <b>{html.escape(', '.join(fr['band']))}</b> (n={fr['n']}): "
                    f"{fr['initial']:.3f} → <b>{fr['final']:.3f}</b>, gain {fr['gain']:+.3f} = "
-                   f"<b>{(fr['gain_in_se'] or 0):.1f}×</b> the binomial SE of the initial accuracy ({fr['initial_se']:.3f}).</p>")
-    figs = [_img(plot_eval(summary), "Solver oracle accuracy per difficulty and round"),
-            _img(plot_steps(steps), "Rewards per step"),
-            _img(plot_mix(mix), "Difficulty mix of proposed questions"),
-            _img(plot_phat(ph), "p_hat of candidate questions")]
-    body = f"""<!doctype html><html><head><meta charset="utf-8"><title>coevo report - {html.escape(run_dir.name)}</title>
-<style>body{{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}}
-table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}
-figure{{display:inline-block;margin:0.5em}}figcaption{{font-size:0.8em;color:#555}}.big{{font-size:1.1em}}
-.note{{color:#555;font-size:0.9em}}</style></head><body>
-<h1>coevo · {html.escape(summary['recipe'])} · {html.escape(run_dir.name)}</h1>
-<p class=note>preset <b>{html.escape(str(summary.get('preset')))}</b>, seed {summary.get('seed')}, wall time {summary['wall_seconds']:.0f} s.
-Accuracies are against the world's oracle; pseudo-label accuracy is the share of kept majority-vote labels that the oracle confirms.</p>
-{fr_html}
-<h2>Per round</h2>{table}
-<h2>Plots</h2>{''.join(figs)}
-{''.join(sections)}{''.join(extra_sections or [])}
-</body></html>"""
+                   f"<b>{(fr['gain_in_se'] or 0):.1f}×</b> the binomial SE of the initial accuracy "
+                   f"({fr['initial_se']:.3f}).</p>")
+    return (f"<h1>coevo · {html.escape(str(info.get('recipe')))} · {html.escape(run_dir.name)}</h1>"
+            f"<p class=note>run {html.escape(str(info.get('run_id')))}, world {html.escape(str(info.get('world')))}, "
+            f"preset <b>{html.escape(str(summary.get('preset')))}</b>, seed {html.escape(str(info.get('seed')))}"
+            + (f", wall time {wall:.0f} s" if isinstance(wall, (int, float)) else "")
+            + ". Accuracies are against the world's oracle.</p>" + fr_html)
+
+
+def recipe_sections(recipe: str, led: Ledger, run_id: str, run_dir: Path) -> tuple[list[str], tuple[str, ...]]:
+    """The HTML fragments of the recipe's report sections and its summary columns. A recipe that cannot
+    be resolved gives one note; a section that fails gives one note (the report never fails for it)."""
+    from coevo.recipes.registry import RecipeNotFound, get_recipe, resolve
+
+    try:
+        info = get_recipe(recipe)
+    except RecipeNotFound as e:
+        return [f"<p class=note>recipe {html.escape(repr(recipe))} could not be resolved ({html.escape(str(e))}): "
+                "only the common sections are shown.</p>"], ()
+    out = []
+    for ref in info.report_sections:
+        try:
+            frag = resolve(ref)(led, run_id, run_dir)
+        except Exception as e:  # noqa: BLE001 (one failing section must not cost the whole report)
+            frag = f"<p class=note>report section {html.escape(ref)} failed: {html.escape(repr(e))}</p>"
+        if frag:
+            out.append(frag)
+    return out, tuple(info.summary_columns)
+
+
+def write_report(run_dir: Path, extra_sections: list[str] | None = None) -> Path:
+    """Write ``run_dir/report.html`` from the run's ledger (and summary.json when present)."""
+    from coevo.audit.render import audit_section_html
+
+    run_dir = Path(run_dir)
+    summary = _read_summary(run_dir)
+    led = Ledger(run_dir / "ledger.duckdb", read_only=True)
+    try:
+        info = views.run_info(led)
+        run_id = info["run_id"]
+        recipe = info.get("recipe") or summary.get("recipe") or "?"
+        own, columns = recipe_sections(recipe, led, run_id, run_dir)
+        head = _run_info(info, summary, run_dir)
+        evals = _eval_section(led, run_id, summary, columns)
+        audit = audit_section_html(run_dir, led, run_id)
+    finally:
+        led.close()
+    body = (f'<!doctype html><html><head><meta charset="utf-8"><title>coevo report - {html.escape(run_dir.name)}'
+            f"</title><style>{_STYLE}</style></head><body>\n{head}\n{evals}\n{''.join(own)}\n{audit}"
+            f"{''.join(extra_sections or [])}\n</body></html>")
     out = run_dir / "report.html"
     out.write_text(body)
     return out

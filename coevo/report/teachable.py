@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from coevo.audit.instruments import bearing_rate, kappa_bar, lag_bar, nu_bar
-from coevo.audit.nullmodel import bearing_probability
+from coevo.audit.screen_confirm import finite_mean, screen_confirm_metrics, screen_confirm_truth
 from coevo.ledger import views
+from coevo.report.plots import figure_html, plt, png_data_uri, table_html
 
 
 def _f(x, nd: int = 3) -> str:
@@ -34,16 +34,6 @@ def _ci(e: dict | None) -> str:
     if lo is not None and np.isfinite(lo):
         s += f" [{_f(lo, 2)}, {_f(hi, 2)}]"
     return s + f" n={e['n']}"
-
-
-def _est(e) -> dict:
-    return {"value": e.value, "se": e.se, "ci_low": e.ci_low, "ci_high": e.ci_high, "n": e.n}
-
-
-def _mean(xs) -> float | None:
-    a = np.asarray([x for x in xs if x is not None], dtype=float)
-    a = a[np.isfinite(a)] if a.size else a
-    return float(a.mean()) if a.size else None
 
 
 def _pr(flag: list[bool], wrong: list[bool]) -> dict:
@@ -69,47 +59,30 @@ def _rows(led, run_id: str) -> list[dict]:
     return rows
 
 
-def _block(rows: list[dict], k: int, band: tuple[float, float], stable: float, batches=None) -> dict:
-    """Instruments and truths over a set of task_stats rows (one step, or the whole run)."""
+def _block(rows: list[dict], k: int, band: tuple[float, float], stable: float, batches: bool = False) -> dict:
+    """Counts, instruments and truths over a set of task_stats rows (one step, or the whole run, with
+    batch-bootstrap intervals). Instruments and truths: coevo.audit.screen_confirm."""
     acc = [r for r in rows if r["mu_screen"] is not None]
     out: dict = {"n_tasks": len(rows), "n_validated": sum(1 for r in rows if r["validator_ok"]),
                  "n_consensus_rejected": sum(1 for r in rows if r["consensus_ok"] is False), "n_accepted": len(acc)}
-    sup = [r["consensus_support"] / r["consensus_n"] for r in rows if r["consensus_n"]]
-    out["consensus_agreement"] = _mean(sup)
+    out["consensus_agreement"] = finite_mean([r["consensus_support"] / r["consensus_n"] for r in rows
+                                              if r["consensus_n"]])
     if not acc:
         return out
-    b = lambda rs: None if batches is None else [r["step"] for r in rs]  # noqa: E731
-    mu1 = np.array([r["mu_screen"] for r in acc], dtype=float)
-    out["bearing_rate"] = _est(bearing_rate(mu1, batches=b(acc)))
-    conf = [r for r in acc if r["mu_confirm"] is not None]
-    out["confirm_overhead"] = (len(conf) * k) / (len(acc) * k)
-    if conf:
-        out["kappa_bar"] = _est(kappa_bar([r["mu_screen"] for r in conf], [r["mu_confirm"] for r in conf],
-                                          batches=b(conf)))
-        ps = [(r["p_ref_post"] if r["confirm_timing"] == "post" else r["p_ref"]) for r in conf]
-        ps = [p for p in ps if p is not None]
-        out["kappa_true"] = float(np.mean(bearing_probability(np.array(ps), k))) if ps else None
-    nu_rows = [r for r in acc if r["nu"] is not None and r["mu_tilde"] is not None]
-    if nu_rows:
-        nb = nu_bar([r["nu"] == 1.0 for r in nu_rows], [r["mode_share"] for r in nu_rows],
-                    [r["mu_tilde"] for r in nu_rows], stable)
-        out["nu_bar"], out["doubt_share"] = _est(nb["nu_bar"]), _est(nb["doubt_share"])
-        out["nu_true"] = _mean([0.0 if r["reference_correct"] else 1.0 for r in nu_rows
-                                if r["reference_correct"] is not None])
-    lag_rows = [r for r in acc if r["lag"] is not None]
-    if lag_rows:
-        out["lag_bar"] = _est(lag_bar([r["mu_pre"] for r in lag_rows], [r["mu_post"] for r in lag_rows]))
-        out["lag_true"] = _mean([r["p_ref"] - r["p_ref_post"] for r in lag_rows
-                                 if r["p_ref"] is not None and r["p_ref_post"] is not None])
-    tp = [r["true_p"] for r in acc if r["true_p"] is not None]
-    if tp:
-        out["mid_band_true"] = float(np.mean([band[0] <= p <= band[1] for p in tp]))
-        out["true_p_mean"] = float(np.mean(tp))
-    out["wrong_ref_true_accepted"] = _mean([0.0 if r["reference_correct"] else 1.0 for r in acc
-                                            if r["reference_correct"] is not None])
-    val = [r for r in rows if r["validator_ok"] and r["reference_correct"] is not None]
-    out["wrong_ref_true_validated"] = _mean([0.0 if r["reference_correct"] else 1.0 for r in val])
+    out["confirm_overhead"] = sum(1 for r in acc if r["mu_confirm"] is not None) / len(acc)
+    m = screen_confirm_metrics(rows, stable, batches=batches)
+    out.update({key: v for key, v in m.items() if v is not None})
+    t = screen_confirm_truth(rows, k, band)
+    for mine, theirs in _TRUTH_KEYS:
+        if theirs in t:
+            out[mine] = t[theirs]
     return out
+
+
+_TRUTH_KEYS = (("kappa_true", "kappa_bar"), ("nu_true", "nu_bar"), ("lag_true", "lag_bar"),
+               ("mid_band_true", "mid_band_share"), ("true_p_mean", "true_p_mean"),
+               ("wrong_ref_true_accepted", "wrong_reference_rate_accepted"),
+               ("wrong_ref_true_validated", "wrong_reference_rate_validated"))
 
 
 def teachable_numbers(led, run_id: str) -> dict:
@@ -149,13 +122,6 @@ def teachable_numbers(led, run_id: str) -> dict:
 
 
 def _plot(nums: dict) -> str:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from coevo.report.html import _png
-
     ps = nums["per_step"]
     xs = [p["step"] for p in ps]
     fig, axes = plt.subplots(2, 2, figsize=(10, 6.5))
@@ -195,18 +161,15 @@ def _plot(nums: dict) -> str:
     ax.set_xlabel("step")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    return _png(fig)
+    return png_data_uri(fig)
 
 
-def _table(rows: list[list], head: list[str]) -> str:
-    h = "".join(f"<th>{html.escape(str(x))}</th>" for x in head)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in r) + "</tr>" for r in rows)
-    return f"<table><tr>{h}</tr>{body}</table>"
-
-
-def teachable_section_html(run_dir, led, run_id: str) -> str:
-    """The report section; also writes ``teachable.json`` into the run directory."""
+def section(led, run_id: str, run_dir: Path) -> str:
+    """The report section of a SynCo / RGBC run (registry: ``coevo.report.teachable:section``); also
+    writes ``teachable.json`` into the run directory. "" when the run has no task_stats rows."""
     nums = teachable_numbers(led, run_id)
+    if not nums["per_step"]:
+        return ""
     try:
         (Path(run_dir) / "teachable.json").write_text(json.dumps(nums, indent=2, default=float))
     except OSError:
@@ -220,7 +183,7 @@ def teachable_section_html(run_dir, led, run_id: str) -> str:
                      _ci(p.get("doubt_share")), _ci(p.get("lag_bar")), _f(p.get("lag_true")),
                      _f(p.get("mid_band_true")), _f(p.get("wrong_ref_true_accepted"))])
     o = nums["overall"]
-    funnel = _table([[o["n_tasks"], o["n_validated"], o["n_consensus_rejected"], o["n_accepted"],
+    funnel = table_html([[o["n_tasks"], o["n_validated"], o["n_consensus_rejected"], o["n_accepted"],
                       _f(o.get("consensus_agreement")), _f(o.get("wrong_ref_true_validated")),
                       _f(o.get("wrong_ref_true_accepted"))]],
                     ["proposed", "passed validator", "rejected by consensus", "reached the Reasoner",
@@ -228,13 +191,13 @@ def teachable_section_html(run_dir, led, run_id: str) -> str:
                      "true wrong-ref | accepted"])
     cd = nums["consensus_detector"]
     bud = nums["budget"]
-    budget = _table([[bud["consensus"], bud["screen"], bud["confirm_train"], bud["instrument"], bud["audit_oracle"],
+    budget = table_html([[bud["consensus"], bud["screen"], bud["confirm_train"], bud["instrument"], bud["audit_oracle"],
                       nums["n_extra_tasks"], _f(o.get("confirm_overhead")),
                       _f((o.get("bearing_rate") or {}).get("value"))]],
                     ["consensus", "screen", "confirm (training)", "instrument (audit-only)",
                      "oracle audit (audit-only)", "extra tasks (budget match)", "confirm overhead", "bearing rate"])
     d = nums["nu_detector"]
-    det = _table([[name, x["flagged"], x["wrong"], x["true_positives"], _f(x["precision"]), _f(x["recall"])]
+    det = table_html([[name, x["flagged"], x["wrong"], x["true_positives"], _f(x["precision"]), _f(x["recall"])]
                   for name, x in (("nu = 0 (mode != reference) | nu defined", d["nu_miss"]),
                                   ("in doubt (nu = 0, mode stable) | nu defined", d["in_doubt"]),
                                   ("in doubt | all accepted tasks", d["in_doubt_all_accepted"]),
@@ -251,11 +214,10 @@ mu_pre - mu_post on the same tasks around the Reasoner update. See docs/rgbc.md.
 <h3>Rollout budget</h3>{budget}
 <p class=note>The confirm group is drawn only for screen-bearing tasks, so confirm rollouts / screen rollouts equals
 the screen bearing rate.</p>
-<h3>Per step: instrument beside truth</h3>{_table(body, head)}
+<h3>Per step: instrument beside truth</h3>{table_html(body, head)}
 <h3>nu and consensus as detectors of wrong references (oracle)</h3>{det}
 <p class=note>{d['wrong_refs_accepted']} accepted tasks had a wrong reference; {d['wrong_refs_in_nu_domain']} of them
 lie where nu is defined (0 &lt; mu &lt; 1). Wrong references the Reasoner never matches (mu = 0) are outside
 nu's domain by definition.</p>
-<figure><img alt="instrument vs truth" src="data:image/png;base64,{_plot(nums)}"/>
-<figcaption>Instrument (95% CI) against oracle truth per step</figcaption></figure>
+{figure_html(_plot(nums), "Instrument (95% CI) against oracle truth per step", alt="instrument vs truth")}
 """

@@ -11,6 +11,9 @@ holds state.  Formulas and the options that choose between published variants:
 - :func:`policy_loss` — PPO/GRPO clipped surrogate per token, optional k3 KL to a
   reference policy, and the four TRL aggregation modes (grpo, dr_grpo, dapo, bnpo).
 - :func:`token_logprobs` — log_softmax(logits) gathered at the targets.
+- :func:`active_tokens`, :func:`micro_batch_args`, :func:`combine_metrics` — how
+  ``coevo.stages.core.grpo_update`` splits a step into micro-batches with the gradient
+  of the unsplit batch.
 """
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from coevo.backends.base import LossConfig
+from coevo.backends.base import Completion, LossConfig
 
 SCALES = ("group", "batch", "none")
 AGGREGATIONS = ("grpo", "dr_grpo", "dapo", "bnpo")
@@ -121,32 +124,39 @@ def policy_loss(
     Per token: ratio = exp(logprobs - old_logprobs),
     l = -min(ratio * A, clip(ratio, 1 - eps, 1 + eps_high) * A) with eps = cfg.clip_eps,
     eps_high = cfg.clip_eps_high or cfg.clip_eps (DAPO clip-higher); A is per sequence
-    ([B], broadcast over tokens) or per token ([B, T]).  With ``ref_logprobs`` and
-    cfg.kl_coef > 0, l += kl_coef * (exp(ref - lp) - (ref - lp) - 1) (k3 estimator).
+    ([B], broadcast over tokens) or per token ([B, T]).  With ``ref_logprobs`` the k3 KL
+    estimate kl = exp(ref - lp) - (ref - lp) - 1; ``cfg.kl_bias_correction`` multiplies it
+    by the importance ratio (not detached: TRL ``use_bias_correction_kl``); with
+    cfg.kl_coef > 0, l += kl_coef * kl.
 
-    Aggregation over the active tokens (``mask``), as TRL's GRPOTrainer:
+    Aggregation over the active tokens (``mask``), as TRL's ``GRPOTrainer._compute_loss``:
 
     - ``grpo``: mean over each sequence's tokens, then mean over sequences;
-    - ``dr_grpo``: sum / (B * L), L = cfg.max_len or T (Dr. GRPO: constant normaliser);
-    - ``dapo``: sum / active tokens of the whole batch: pass ``num_active_tokens`` (the
-      count over all micro-batches of the step) to normalise globally; without it this
-      micro-batch's count is used (then identical to bnpo);
+    - ``dr_grpo``: sum / (B * L) with the fixed L = ``cfg.max_len`` (Dr. GRPO; TRL's
+      ``max_completion_length``).  ``cfg.max_len=None`` raises: a batch-dependent L would
+      make the gradient depend on padding and on the micro-batch split;
+    - ``dapo``: sum / ``num_active_tokens``, the active-token count of the whole optimiser
+      step (all micro-batches); None = this batch's own count (then equal to bnpo);
     - ``bnpo``: sum / active tokens of this (micro-)batch.
 
-    TRL divides grpo/bnpo/dr_grpo by the number of gradient-accumulation steps in the
-    trainer; that division is the caller's job here.  Metrics (masked token means):
-    ``clip_frac`` (tokens whose gradient is cut by the clip), ``clip_frac_low``,
-    ``clip_frac_high``, ``ratio_mean``, ``kl`` (k3, reported whenever ``ref_logprobs``
-    is given, 0.0 otherwise), ``loss``.
+    TRL divides grpo/bnpo/dr_grpo by the gradient-accumulation steps in the trainer; here
+    the caller weights micro-batches (``coevo.stages.core.grpo_update``).  Metrics (masked
+    token means): ``clip_frac`` (tokens whose gradient is cut by the clip),
+    ``clip_frac_low``, ``clip_frac_high``, ``ratio_mean``, ``kl`` (the KL term as it
+    enters the loss, bias-corrected when asked; reported whenever ``ref_logprobs`` is
+    given, 0.0 otherwise), ``loss``.
     """
     if cfg.aggregation not in AGGREGATIONS:
         raise ValueError(f"LossConfig.aggregation must be one of {AGGREGATIONS}, got {cfg.aggregation!r}")
+    if cfg.aggregation == "dr_grpo" and cfg.max_len is None:
+        raise ValueError("dr_grpo needs LossConfig.max_len, the fixed L of sum / (B * L) "
+                         "(loss.max_completion_length)")
     if logprobs.shape != old_logprobs.shape or logprobs.shape != mask.shape or logprobs.dim() != 2:
         raise ValueError(
             f"logprobs, old_logprobs and mask must share a [B, T] shape, got "
             f"{tuple(logprobs.shape)}, {tuple(old_logprobs.shape)}, {tuple(mask.shape)}"
         )
-    b, t = logprobs.shape
+    b = logprobs.shape[0]
     adv = advantages.to(logprobs.dtype)
     if adv.dim() == 1:
         if adv.shape[0] != b:
@@ -166,6 +176,8 @@ def policy_loss(
     if ref_logprobs is not None:
         delta = ref_logprobs.detach() - logprobs
         kl = torch.exp(delta) - delta - 1.0
+        if cfg.kl_bias_correction:  # TRL: per_token_kl * coef_1, the ratio not detached
+            kl = kl * ratio
         if cfg.kl_coef > 0:
             per_token = per_token + cfg.kl_coef * kl
 
@@ -174,9 +186,10 @@ def policy_loss(
     if cfg.aggregation == "grpo":
         loss = ((per_token * m).sum(-1) / m.sum(-1).clamp(min=1.0)).mean()
     elif cfg.aggregation == "dr_grpo":
-        loss = masked_sum / (b * (cfg.max_len or t))
+        loss = masked_sum / (b * cfg.max_len)
     elif cfg.aggregation == "dapo":
-        norm = active if num_active_tokens is None else torch.as_tensor(num_active_tokens, dtype=logprobs.dtype)
+        norm = active if num_active_tokens is None else torch.as_tensor(num_active_tokens, dtype=logprobs.dtype,
+                                                                    device=logprobs.device)
         loss = masked_sum / norm.clamp(min=1.0)
     else:  # bnpo
         loss = masked_sum / active.clamp(min=1.0)
@@ -194,3 +207,58 @@ def policy_loss(
             "kl": float((kl * m).sum() / denom) if kl is not None else 0.0,
         }
     return loss, metrics
+
+
+# metrics that policy_loss reports as means over active tokens (logprob_mismatch: hf backend)
+TOKEN_MEAN_METRICS = ("clip_frac", "clip_frac_low", "clip_frac_high", "ratio_mean", "kl", "logprob_mismatch")
+COUNT_METRICS = ("n_seqs", "n_tokens")
+
+
+def active_tokens(c: Completion) -> int:
+    """Tokens of a completion the loss trains on: the generated ones (``token_mask`` = 1)
+    when the completion has a mask, else every token of ``token_ids``."""
+    if c.token_mask is not None:
+        return int(sum(1 for x in c.token_mask if x))
+    return len(c.token_ids)
+
+
+def micro_batch_args(aggregation: str, n_part: int, n_total: int, n_active_total: int) -> tuple[float, int | None]:
+    """``(scale, num_active_tokens)`` for ``forward_backward`` on a micro-batch of
+    ``n_part`` of the step's ``n_total`` sequences, so that the micro-batch gradients sum
+    to the gradient of the unsplit step.
+
+    - grpo (mean of per-sequence means) and dr_grpo (sum / (B * L), L fixed): the
+      micro-batch's loss is normalised by its own B, so scale = n_part / n_total;
+    - dapo (sum / active tokens of the step): scale 1, num_active_tokens = the step's count;
+    - bnpo (sum / active tokens of the micro-batch, by definition per micro-batch as in
+      TRL): scale = n_part / n_total (TRL's 1 / gradient-accumulation steps for equal
+      micro-batches; an uneven last one weighs by its share of sequences).
+    """
+    if aggregation not in AGGREGATIONS:
+        raise ValueError(f"LossConfig.aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
+    if aggregation == "dapo":
+        return 1.0, n_active_total
+    return n_part / n_total, None
+
+
+def combine_metrics(parts: list[tuple[dict[str, float], int, int]], aggregation: str) -> dict[str, float]:
+    """One step's metrics from its micro-batches' ``(metrics, n_seqs, n_active_tokens)``.
+
+    Token means (:data:`TOKEN_MEAN_METRICS`) weigh by active tokens, counts
+    (:data:`COUNT_METRICS`) add up, ``loss`` adds up for dapo (each micro-batch's loss is
+    already divided by the step's token count) and weighs by sequences otherwise, as does
+    every other metric.  ``forward_backward`` reports the loss before ``scale``.
+    """
+    n_seq = sum(p[1] for p in parts)
+    n_tok = sum(p[2] for p in parts)
+    out: dict[str, float] = {}
+    for m, k_seq, k_tok in parts:
+        for key, v in m.items():
+            if key in COUNT_METRICS or (key == "loss" and aggregation == "dapo"):
+                w = 1.0
+            elif key in TOKEN_MEAN_METRICS and n_tok > 0:
+                w = k_tok / n_tok
+            else:
+                w = k_seq / n_seq
+            out[key] = out.get(key, 0.0) + w * float(v)
+    return out

@@ -89,20 +89,45 @@ def solve(solver: Policy, world: World, tasks: Sequence[Task], n: int,
     return solver.sample([world.solver_prompt(t) for t in tasks], n, role_sampling(world, "solver", sampling))
 
 
-def grpo_update(policy: Policy, comps: Sequence[Completion], advantages: Sequence[float], loss: LossConfig,
+def grpo_update(policy: Policy, comps: Sequence[Completion], advantages: Sequence, loss: LossConfig,
                 micro_batch: int = 512) -> dict:
-    """One optimizer step on a batch; sequences with zero advantage still count in the
-    aggregation denominators (as TRL does)."""
-    metrics: dict[str, float] = {}
+    """One optimizer step on a batch, split into micro-batches of at most ``micro_batch``
+    sequences whose gradients add up to the gradient of the unsplit batch.
+
+    ``advantages``: one float per completion or one list per completion (a float per token
+    of ``token_ids``).  Each micro-batch goes to ``policy.forward_backward(part, adv_part,
+    loss, scale=..., num_active_tokens=...)`` with the arguments of
+    ``coevo.rl.grpo.micro_batch_args``: grpo and dr_grpo scale by the part's share of
+    sequences (dr_grpo's normaliser B x L then is the step's B x fixed L); dapo passes the
+    step's active-token count (generated tokens only, ``token_mask`` respected); bnpo is
+    per micro-batch by definition (as TRL's): each part's own token mean, weighted by its
+    share of sequences.  A batch that fits in one micro-batch is one call with today's
+    arguments (no ``scale`` / ``num_active_tokens``), so results stay bit-identical.
+    Sequences with zero advantage still count in the denominators (as TRL does).
+    """
+    from coevo.rl.grpo import active_tokens, combine_metrics, micro_batch_args
+
     n = len(comps)
     if n == 0:
         return {"skipped": 1.0}
-    for i in range(0, n, micro_batch):
-        part = comps[i:i + micro_batch]
-        m = policy.forward_backward(part, advantages[i:i + micro_batch], loss)
-        w = len(part) / n
-        for k, v in m.items():
-            metrics[k] = metrics.get(k, 0.0) + w * v
+    if len(advantages) != n:
+        raise ValueError(f"{n} completions but {len(advantages)} advantages")
+    if micro_batch < 1:
+        raise ValueError(f"micro_batch must be >= 1, got {micro_batch}")
+    if n <= micro_batch:
+        # 0.0 + v as before (turns -0.0 into 0.0 and ints into floats: ledger rows unchanged)
+        metrics = {k: 0.0 + v for k, v in policy.forward_backward(comps, advantages, loss).items()}
+    else:
+        n_active = [active_tokens(c) for c in comps]
+        total = sum(n_active)
+        parts = []
+        for i in range(0, n, micro_batch):
+            part = comps[i:i + micro_batch]
+            scale, n_tok = micro_batch_args(loss.aggregation, len(part), n, total)
+            m = policy.forward_backward(part, advantages[i:i + micro_batch], loss, scale=scale,
+                                        num_active_tokens=n_tok)
+            parts.append((m, len(part), sum(n_active[i:i + micro_batch])))
+        metrics = combine_metrics(parts, loss.aggregation)
     metrics.update(policy.optim_step())
     return metrics
 

@@ -241,21 +241,27 @@ class Consensus:
         return self.support / self.n if self.n else float("nan")
 
 
+def consensus_from_verdicts(verdicts: Sequence, min_agree: int = 1) -> Consensus:
+    """The consensus verdict of one task from its independent solves' verdicts vs its reference:
+    supported when at least ``min_agree`` match; an abstaining comparison counts as no support."""
+    vs = list(verdicts)
+    support = sum(1 for v in vs if v.value == 1)
+    abst = sum(1 for v in vs if v.value is None)
+    ok = support >= min_agree
+    reason = f"support={support}/{len(vs)}" + (f" abstained={abst}" if abst else "")
+    return Consensus(ok, support, len(vs), reason if ok else f"unsupported-reference {reason}", vs)
+
+
 def consensus_check(verifier, answers: Sequence[Sequence[str | None]], references: Sequence[str | None],
                     min_agree: int = 1) -> list[Consensus]:
     """Reject a task whose independent solves do not support its reference (< ``min_agree`` match).
 
-    All comparisons go through the verifier; an abstaining comparison counts as no support.
+    All comparisons go through the verifier (one call for the batch).
     """
     pairs = [(a, ref) for ans, ref in zip(answers, references) for a in ans]
     verdicts = verifier.match_many(pairs)
     out, j = [], 0
     for ans in answers:
-        vs = verdicts[j:j + len(ans)]
+        out.append(consensus_from_verdicts(verdicts[j:j + len(ans)], min_agree))
         j += len(ans)
-        support = sum(1 for v in vs if v.value == 1)
-        abst = sum(1 for v in vs if v.value is None)
-        ok = support >= min_agree
-        reason = f"support={support}/{len(ans)}" + (f" abstained={abst}" if abst else "")
-        out.append(Consensus(ok, support, len(ans), reason if ok else f"unsupported-reference {reason}", list(vs)))
     return out

@@ -2,7 +2,7 @@
 
 Public API:
 - ``Verdict`` (value 1 | 0 | None, a reason for every None, kind, version, elapsed, detail)
-- verifier kinds: ``MathVerifier`` (math), ``NumericUnitVerifier`` (numeric_unit),
+- verifier kinds: ``MathVerifier`` (math), ``IntegerVerifier`` (integer), ``NumericUnitVerifier`` (numeric_unit),
   ``SympyEquivVerifier`` (sympy_equiv), ``SandboxPyVerifier`` (sandbox_py),
   ``RuleVerifier`` (rule), ``ExactMatchVerifier`` / ``CoverEMVerifier``, ``LLMJudge``
   (llm_judge); ``make_verifier(kind, **cfg)``
@@ -19,12 +19,13 @@ from coevo.verify.judge import LLMJudge
 from coevo.verify.pool import VerifierPool, default_pool
 from coevo.verify.sandbox import SandboxResult, run_sandboxed, sandbox_isolation
 from coevo.verify.verdict import REASONS, TRANSIENT_REASONS, Verdict
-from coevo.verify.verifiers import (KINDS, CoverEMVerifier, ExactMatchVerifier, MathVerifier, NumericUnitVerifier,
-                                    RuleVerifier, SandboxPyVerifier, SympyEquivVerifier, Verifier, make_verifier)
+from coevo.verify.verifiers import (KINDS, CoverEMVerifier, ExactMatchVerifier, IntegerVerifier, MathVerifier,
+                                    NumericUnitVerifier, RuleVerifier, SandboxPyVerifier, SympyEquivVerifier, Verifier,
+                                    make_verifier)
 
 __all__ = [
     "Verdict", "REASONS", "TRANSIENT_REASONS",
-    "Verifier", "MathVerifier", "NumericUnitVerifier", "SympyEquivVerifier", "SandboxPyVerifier", "RuleVerifier",
+    "Verifier", "MathVerifier", "IntegerVerifier", "NumericUnitVerifier", "SympyEquivVerifier", "SandboxPyVerifier", "RuleVerifier",
     "ExactMatchVerifier", "CoverEMVerifier", "LLMJudge", "KINDS", "make_verifier",
     "VerifierPool", "default_pool",
     "run_sandboxed", "SandboxResult", "sandbox_isolation",

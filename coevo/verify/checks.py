@@ -20,6 +20,7 @@ import sympy
 from sympy.parsing.sympy_parser import (convert_xor, implicit_multiplication_application, parse_expr,
                                         standard_transformations)
 
+from coevo.verify.latex import boxed, normalize_math
 from coevo.verify.verdict import Verdict, abstain, guarded
 
 try:  # math-verify logs a warning every time its own timeouts are disabled; we disable them on purpose
@@ -34,7 +35,8 @@ except Exception:  # noqa: BLE001
     mv_parse = mv_verify = None
     MATH_VERIFY_VERSION = "missing"
 
-MATH_VERSION = f"math-1+mv{MATH_VERIFY_VERSION}"
+MATH_VERSION = f"math-1+mv{MATH_VERIFY_VERSION}"          # check_math: raw strings
+MATH_ANSWER_VERSION = f"math-2+mv{MATH_VERIFY_VERSION}"   # check_math_answer: the ``math`` kind
 SYMPY_VERSION = f"sympy_equiv-1+sympy{sympy.__version__}"
 NUMERIC_VERSION = "numeric_unit-1"
 MAX_CHARS = 20_000      # longer inputs are refused (resource-limit) before any parsing
@@ -68,6 +70,31 @@ def _check_math(answer, reference, float_rounding, strict) -> Verdict:
         return abstain("unparsable", side="answer")
     v = _sympy_equal(a, r)
     v.detail["via"] = "sympy-fallback"
+    return v
+
+
+def check_math_answer(answer, reference, float_rounding: int = 6, strict: bool = True) -> Verdict:
+    """The ``math`` verifier kind and ``MathWorld.equivalent`` (one definition).
+
+    Answers and references are *extracted* answers: bare LaTeX (``(1,2)``,
+    ``\\frac{1}{2}``), ``$...$`` or ``\\boxed{...}``.  Equal after ``normalize_math``
+    -> 1 (``via: normalized-equal``); otherwise math-verify on both sides wrapped in
+    ``\\boxed{}`` (``check_math(boxed(a), boxed(r))``, sympy fallback included).
+    ``None`` on either side abstains ``unparsable``.
+    """
+    return guarded(_check_math_answer, "math", MATH_ANSWER_VERSION, answer, reference, float_rounding, strict)
+
+
+def _check_math_answer(answer, reference, float_rounding, strict) -> Verdict:
+    if answer is None or reference is None:
+        return abstain("unparsable", side="answer" if answer is None else "reference", note="none")
+    answer, reference = str(answer), str(reference)
+    if normalize_math(answer) == normalize_math(reference):
+        return Verdict(1, detail={"via": "normalized-equal"})
+    if not answer.strip():
+        return abstain("unparsable", side="answer", note="empty")
+    v = _check_math(boxed(answer), boxed(reference), float_rounding, strict)
+    v.version = MATH_ANSWER_VERSION
     return v
 
 
@@ -242,6 +269,11 @@ def sympy_task(item) -> Verdict:
 def numeric_unit_task(item) -> Verdict:
     kw = item[2] if len(item) > 2 else {}
     return check_numeric_unit(item[0], item[1], **kw)
+
+
+def math_answer_task(item) -> Verdict:
+    kw = item[2] if len(item) > 2 else {}
+    return check_math_answer(item[0], item[1], **kw)
 
 
 def verifier_task(item) -> Verdict:

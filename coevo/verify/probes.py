@@ -1,4 +1,5 @@
-"""Tiny pool tasks for tests and benchmarks (top-level so workers can import them)."""
+"""Tiny pool tasks for tests and benchmarks (top-level so workers can import them;
+scripts/bench_pool.py uses them to compare VerifierPool with pebble)."""
 from __future__ import annotations
 
 import os
@@ -37,3 +38,11 @@ def crash_item(x) -> Verdict:
 
 def pid_item(_x) -> int:
     return os.getpid()
+
+
+def segv_item(x) -> Verdict:
+    """x == "segv": the worker dies of SIGSEGV (a C-level crash, as a bad extension would); else echo."""
+    if x == "segv":
+        import ctypes
+        ctypes.string_at(0)
+    return Verdict(1, detail={"x": x})

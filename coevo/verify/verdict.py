@@ -30,7 +30,10 @@ TRANSIENT_REASONS = frozenset({"timeout", "judge-unavailable", "worker-crash", "
 
 @dataclass
 class Verdict:
-    """A verifier's answer: value in {1, 0, None}; a reason for every None."""
+    """A verifier's answer: value in {1, 0, None}; a reason for every None.
+
+    ``criterion_id``: the criterion the verdict is about, where the caller has one (the
+    run verifier carries it through so verdict rows can record it)."""
 
     value: Optional[int]
     reason: str = ""
@@ -38,6 +41,7 @@ class Verdict:
     version: str = ""
     elapsed_s: float = 0.0
     detail: dict = field(default_factory=dict)
+    criterion_id: Optional[str] = None
 
     def __post_init__(self):
         if self.value is not None:
@@ -62,6 +66,7 @@ class Verdict:
             "version": self.version,
             "elapsed_s": float(self.elapsed_s),
             "detail": json.dumps(self.detail, default=str, sort_keys=True),
+            "criterion_id": self.criterion_id,
         }
 
     @classmethod
@@ -70,7 +75,8 @@ class Verdict:
         if isinstance(detail, str):
             detail = json.loads(detail) if detail else {}
         return cls(row.get("value"), row.get("reason") or "", row.get("kind") or "",
-                   row.get("version") or "", float(row.get("elapsed_s") or 0.0), detail)
+                   row.get("version") or "", float(row.get("elapsed_s") or 0.0), detail,
+                   row.get("criterion_id") or None)
 
 
 def abstain(reason: str, kind: str = "", version: str = "", elapsed_s: float = 0.0, **detail) -> Verdict:

@@ -1,11 +1,12 @@
-"""Verifier kinds: math, numeric_unit, sympy_equiv, sandbox_py, rule, exact_match, cover_em.
+"""Verifier kinds: math, integer, numeric_unit, sympy_equiv, sandbox_py, rule, exact_match, cover_em.
 
 Every verifier has ``kind``, ``version`` and ``verify(answer, reference=None, **ctx)
 -> Verdict`` and never raises.  Verifiers that parse untrusted text with sympy /
 math-verify / pint (``math``, ``numeric_unit``, ``sympy_equiv``) run their ``check``
 in a ``VerifierPool`` worker (``isolate=True``, the default) so a hang is killed;
 ``verify_many`` batches many pairs through the pool in one call.  ``check`` is the
-raw checker a worker runs.  (``llm_judge`` lives in ``coevo.verify.judge``.)
+raw checker a worker runs; ``check_task`` is the pool task that runs it guarded.
+(``llm_judge`` lives in ``coevo.verify.judge``.)
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from coevo.verify.verdict import Verdict, abstain, guarded
 
 RULE_VERSION = "rule-1"
 EM_VERSION = "squad-em-1"
+INTEGER_VERSION = "integer-1"
 SANDBOX_PY_VERSION = "sandbox_py-1"
 
 
@@ -48,12 +50,11 @@ class Verifier:
         pairs = list(pairs)
         if not self.isolate:
             return [self.verify(a, r, **ctx) for a, r in pairs]
-        from coevo.verify.checks import verifier_task
         from coevo.verify.pool import default_pool
         pool = self.pool or default_pool()
         t0 = time.perf_counter()
         try:
-            out = pool.map(verifier_task, [(self._plain(), a, r, ctx) for a, r in pairs], timeout_s=self.timeout_s)
+            out = pool.map(check_task, [(self._plain(), a, r, ctx) for a, r in pairs], timeout_s=self.timeout_s)
         except Exception as e:  # noqa: BLE001 - a broken pool is an abstention, not a crash
             el = time.perf_counter() - t0
             return [abstain("verifier-error", self.kind, self.version, el, error=f"{type(e).__name__}: {e}")
@@ -70,11 +71,51 @@ class Verifier:
         return c
 
 
+def check_task(item) -> Verdict:
+    """Pool task: ``(verifier, answer, reference[, ctx])`` -> ``verifier.check`` guarded and
+    stamped with the verifier's kind / version (exceptions become abstentions)."""
+    verifier, answer, reference = item[0], item[1], item[2]
+    kw = item[3] if len(item) > 3 else {}
+    return verifier._stamp(guarded(verifier.check, verifier.kind, verifier.version, answer, reference, **kw))
+
+
+def check_integer(answer, reference) -> Verdict:
+    """Integer equality (``int(a) == int(r)``, so ``042`` == ``42``): the arithmetic world's
+    answer check.  An answer that is not an integer is wrong (0, ``note: not-an-integer``);
+    a missing answer or a reference that is not an integer abstains ``unparsable``."""
+    if answer is None or reference is None:
+        return abstain("unparsable", side="answer" if answer is None else "reference", note="none")
+    try:
+        r = int(reference)
+    except (ValueError, TypeError):
+        return abstain("unparsable", side="reference", note="not-an-integer")
+    try:
+        a = int(answer)
+    except (ValueError, TypeError):
+        return Verdict(0, detail={"note": "not-an-integer"})
+    return Verdict(int(a == r))
+
+
+@dataclass
+class IntegerVerifier(Verifier):
+    """Exact integer answers (``check_integer``); cheap and safe, so in-process unless a
+    run verifier sends it to its pool."""
+
+    kind = "integer"
+    version = INTEGER_VERSION
+
+    def check(self, answer, reference=None, **ctx) -> Verdict:
+        return check_integer(answer, reference)
+
+
 @dataclass
 class MathVerifier(Verifier):
-    """Free-form math answers: math-verify ``parse``/``verify`` (its SIGALRM timeouts
-    off; the pool's hard timeout rules), sympy fallback when math-verify extracts
-    nothing.  Unparsable answer or reference -> ``None/unparsable``."""
+    """Free-form math answers as a world extracts them (bare LaTeX such as ``(1,2)`` or
+    ``\\frac{1}{2}``, ``$...$``, ``\\boxed{...}``): equal after ``normalize_math`` -> 1,
+    else math-verify ``parse``/``verify`` on both sides wrapped in ``\\boxed{}`` (its
+    SIGALRM timeouts off; the pool's hard timeout rules), sympy fallback when
+    math-verify extracts nothing.  Unparsable answer or reference -> ``None/unparsable``.
+    ``MathWorld.equivalent`` is ``verify(...).value == 1`` (``check_math_answer``)."""
 
     float_rounding: int = 6
     strict: bool = True
@@ -85,12 +126,12 @@ class MathVerifier(Verifier):
 
     @property
     def version(self):
-        from coevo.verify.checks import MATH_VERSION
-        return MATH_VERSION
+        from coevo.verify.checks import MATH_ANSWER_VERSION
+        return MATH_ANSWER_VERSION
 
     def check(self, answer, reference=None, **ctx) -> Verdict:
-        from coevo.verify.checks import check_math
-        return check_math(answer, reference, self.float_rounding, self.strict)
+        from coevo.verify.checks import check_math_answer
+        return check_math_answer(answer, reference, self.float_rounding, self.strict)
 
 
 @dataclass
@@ -271,6 +312,7 @@ def _values_match(answer: str, expected: str, rel_tol: float) -> bool:
 
 KINDS = {
     "math": MathVerifier,
+    "integer": IntegerVerifier,
     "numeric_unit": NumericUnitVerifier,
     "sympy_equiv": SympyEquivVerifier,
     "sandbox_py": SandboxPyVerifier,

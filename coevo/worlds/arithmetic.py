@@ -24,7 +24,7 @@ import hashlib
 import random
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 from coevo.worlds.base import ParseResult, Task
 
@@ -102,6 +102,9 @@ class ArithmeticWorld:
     name: str = "arithmetic"
     prompt_version: str = "arith-v1"
     has_oracle: bool = True
+    # the default verifier kind of answer checks (coevo.verify KINDS): integer equality
+    verifier_kind: ClassVar[str] = "integer"
+    verifier_options: ClassVar[dict] = {}
 
     # proposer side -------------------------------------------------------
     def proposer_prompts(self, n: int, seed: int = 0) -> list[str]:
@@ -134,12 +137,10 @@ class ArithmeticWorld:
         return " ".join(re.findall(r"\d+|[+\-*]", question))
 
     def equivalent(self, a: str | None, b: str | None) -> bool:
-        if a is None or b is None:
-            return False
-        try:
-            return int(a) == int(b)
-        except ValueError:
-            return False
+        """The ``integer`` verifier kind's check (``check_integer``): ``int(a) == int(b)``."""
+        from coevo.verify.verifiers import check_integer
+
+        return check_integer(a, b).value == 1
 
     def oracle(self, task: Task) -> str | None:
         try:

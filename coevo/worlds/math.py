@@ -10,12 +10,15 @@
   Challenger's own ``\\boxed{}`` after it is kept as ``Task.reference`` (R-Zero does not
   reward it; SynCo-style recipes may).
 * ``extract_answer``: the last brace-balanced ``\\boxed{...}`` (R-Zero / mathruler).
-* ``equivalent``: cheap normalised string equality first, then the math verifier
-  (``coevo.verify.checks.check_math``: math-verify, sympy fallback) *inline* -- the run
-  loop already calls it inside killable pool workers.  ``verdicts`` does the same
-  through a ``VerifierPool`` (for callers outside a worker) and returns Verdicts with
-  their reasons (timeout, unparsable, ...) for the ledger; ``group_answers`` is R-Zero's
-  majority-vote clustering on top of it.
+* Answer checks: the world's default verifier kind is ``math`` (``verifier_kind``);
+  the one definition is ``coevo.verify.checks.check_math_answer`` (cheap normalised
+  string equality first, then math-verify on ``\\boxed{}``-wrapped forms, sympy
+  fallback).  A run checks answers through its run verifier
+  (``coevo.stages.equivalence.make_run_verifier``: pool + cache).  ``equivalent`` runs
+  the same check *inline* (callers outside a pool worker should not use it on model
+  output); ``verdicts`` runs it through a ``VerifierPool`` and returns Verdicts with
+  their reasons (timeout, unparsable, ...); ``group_answers`` is R-Zero's majority-vote
+  clustering on top of it.
 * Two prompt styles (``prompt_style``): ``rzero`` (default: R-Zero's prompts and strict
   formats, for instruction-following models) and ``fewshot`` for small models that cannot
   follow R-Zero's instructions (SmolLM2-135M writes neither ``<question>`` tags nor
@@ -41,6 +44,7 @@ import re
 from pathlib import Path
 from typing import Any, Sequence
 
+from coevo.verify.latex import boxed, last_boxed, normalize_math  # noqa: F401 (re-exported)
 from coevo.worlds.base import ParseResult, ResponseFormat, Task
 
 DIFFICULTY_LINE = "Aim for a difficulty such that fewer than 30 % of advanced high-school students could solve it. "
@@ -89,47 +93,13 @@ SAMPLE_EVAL = Path(__file__).resolve().parent.parent / "data" / "eval_sample_mat
 _QUESTION_RE = re.compile(r"<question>(.*?)</question>", re.DOTALL)
 
 
-def last_boxed(text: str | None) -> str | None:
-    """Content of the last brace-balanced ``\\boxed{...}`` (or ``\\fbox{...}``); None if absent/unclosed."""
-    if not text:
-        return None
-    starts = [m.end() for m in re.finditer(r"\\(?:boxed|fbox)\s*\{", text)]
-    for s in reversed(starts):
-        depth = 1
-        for i in range(s, len(text)):
-            ch = text[i]
-            if ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-                if depth == 0:
-                    return text[s:i].strip()
-        # unclosed: try the previous one
-    return None
-
-
-def boxed(s: str) -> str:
-    """Re-wrap an extracted answer so math-verify parses it as LaTeX (bare ``\\frac12`` or
-    ``(1,2)`` are otherwise missed by its default extraction)."""
-    return f"\\boxed{{{s}}}"
-
-
-def normalize_math(s: str) -> str:
-    """Light normalisation for the fast equality path (the verifier decides the rest)."""
-    s = s.strip().rstrip(".").strip().strip("$").strip()
-    for a, b in (("\\left", ""), ("\\right", ""), ("\\!", ""), ("\\,", ""), ("\\;", ""), ("\\dfrac", "\\frac"),
-                 ("\\tfrac", "\\frac"), ("^\\circ", ""), ("^{\\circ}", ""), ("\\%", ""), ("%", "")):
-        s = s.replace(a, b)
-    s = re.sub(r"\\text\{\s*([^{}]*)\}", r"\1", s)
-    s = re.sub(r"\s+", "", s)
-    return s.rstrip(".")
-
-
 class MathWorld:
     """World contract for free-form math (no oracle)."""
 
     name: str = "math"
     has_oracle: bool = False
+    verifier_kind: str = "math"  # default verifier kind of answer checks (coevo.verify KINDS)
+    verifier_options: dict = {}
 
     def __init__(self, difficulty_line: str | None = DIFFICULTY_LINE, system_in_prompt: bool = True,
                  pool: Any = None, timeout_s: float = 5.0, eval_path: str | Path | None = None,
@@ -229,43 +199,41 @@ class MathWorld:
         return self._pool
 
     def verdicts(self, pairs: Sequence[tuple[str | None, str | None]]) -> list:
-        """Verdict for each (answer, reference) pair: fast path, cache, then the pool."""
-        from coevo.verify.checks import math_task
+        """Verdict for each (answer, reference) pair: fast path, cache, then the pool
+        (``check_math_answer``, the ``math`` kind)."""
+        from coevo.verify.checks import MATH_ANSWER_VERSION, math_answer_task
         from coevo.verify.verdict import Verdict
 
         out: list[Any] = [None] * len(pairs)
         todo: list[int] = []
         for i, (a, b) in enumerate(pairs):
             if a is None or b is None:
-                out[i] = Verdict(None, "unparsable", kind="math", detail={"note": "no answer"})
+                out[i] = Verdict(None, "unparsable", "math", MATH_ANSWER_VERSION, detail={"note": "no answer"})
             elif normalize_math(a) == normalize_math(b):
-                out[i] = Verdict(1, kind="math", detail={"via": "normalized-equal"})
+                out[i] = Verdict(1, "", "math", MATH_ANSWER_VERSION, detail={"via": "normalized-equal"})
             elif (a, b) in self._cache:
                 out[i] = self._cache[(a, b)]
             else:
                 todo.append(i)
         if todo:
-            res = self._get_pool().map(math_task, [(boxed(pairs[i][0]), boxed(pairs[i][1])) for i in todo],
-                                       timeout_s=self.timeout_s)
+            res = self._get_pool().map(math_answer_task, [pairs[i] for i in todo], timeout_s=self.timeout_s)
             for i, v in zip(todo, res):
+                v.kind, v.version = "math", MATH_ANSWER_VERSION
                 out[i] = v
                 if getattr(v, "reason", "") not in ("timeout", "worker-crash"):
                     self._cache[(pairs[i][0], pairs[i][1])] = v
         return out
 
     def equivalent(self, a: str | None, b: str | None) -> bool:
-        """Inline check (fast path, then math-verify in *this* process).
+        """The ``math`` kind's check, inline: ``check_math_answer(a, b).value == 1``.
 
-        The run loop calls this inside its killable verifier-pool workers (the world is
-        pickled into them), so it must not start a pool of its own; outside a worker,
-        use ``verdicts`` (which goes through the pool) for untrusted model output."""
+        Runs math-verify in *this* process: fine inside a pool worker or on trusted
+        text; for model output outside a worker use the run verifier or ``verdicts``."""
         if a is None or b is None:
             return False
-        if normalize_math(a) == normalize_math(b):
-            return True
-        from coevo.verify.checks import check_math
+        from coevo.verify.checks import check_math_answer
 
-        return check_math(boxed(a), boxed(b)).value == 1
+        return check_math_answer(a, b).value == 1
 
     def __getstate__(self) -> dict:  # picklable into pool workers: no pool, no cache
         st = dict(self.__dict__)

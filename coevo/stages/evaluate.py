@@ -1,0 +1,59 @@
+"""Held-out evaluation of the solver, scored through the run's verifier (pool, cache).
+
+Same rows and return value as the evaluation the recipes used before
+(``coevo.recipes.base.evaluate_solver``), but every answer is checked with
+``verifier.match_many`` against ``t.reference or world.oracle(t)`` instead of calling
+``world.equivalent`` in the main process.  A verdict counts as correct only when its
+value is 1: a missing answer (0), a task without a target (abstains ``no-target``) or
+an abstaining check (timeout, unparsable ...) scores 0, as ``equivalent`` returned
+False for them.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from coevo.backends.base import SamplingParams
+from coevo.worlds.base import Task, World, role_sampling
+
+
+def _modes(greedy: bool, samples: int, sampling: SamplingParams | None) -> list:
+    modes = []
+    if greedy:
+        modes.append(("greedy", 1, SamplingParams(greedy=True, max_new_tokens=(sampling.max_new_tokens if sampling else 24))))
+    if samples > 0 and sampling is not None:
+        modes.append((f"mean@{samples}", samples, sampling))
+    return modes
+
+
+def evaluate_solver(solver, world: World, tasks: Sequence[Task], run_id: str, round_: int, step: int, writer,
+                    verifier, greedy: bool = True, samples: int = 0,
+                    sampling: SamplingParams | None = None) -> dict:
+    """Accuracy of the solver on the held-out set, by difficulty; rows to ``evals``.
+
+    ``verifier``: the run verifier (``match_many``).  Returns ``{mode: {"overall": acc,
+    "by_difficulty": {difficulty: acc}}}`` with modes ``greedy`` and ``mean@{samples}``;
+    one ``evals`` row per task and mode (the first completion's answer, the task's score).
+    """
+    rows, acc = [], {}
+    for mode, n, sp in _modes(greedy, samples, sampling):
+        outs = solver.sample([world.solver_prompt(t) for t in tasks], n, role_sampling(world, "solver", sp))
+        answers = [[world.extract_answer(c.text) for c in comps] for comps in outs]
+        truths = [t.reference if t.reference is not None else world.oracle(t) for t in tasks]
+        flat = verifier.match_many([(a, truth) for ans, truth in zip(answers, truths) for a in ans])
+        by: dict[str, list[float]] = {}
+        j = 0
+        for t, comps, ans in zip(tasks, outs, answers):
+            score = float(np.mean([1 if v.value == 1 else 0 for v in flat[j:j + len(ans)]]))
+            j += len(ans)
+            d = t.meta.get("difficulty", "all")
+            by.setdefault(d, []).append(score)
+            rows.append({"run_id": run_id, "round": round_, "step": step, "task_id": t.task_id, "difficulty": d,
+                         "policy_version": comps[0].policy_version, "mode": mode, "answer": ans[0],
+                         "correct": score})
+        all_scores = [s for v in by.values() for s in v]
+        acc[mode] = {"overall": float(np.mean(all_scores)),
+                     "by_difficulty": {d: float(np.mean(v)) for d, v in sorted(by.items())}}
+    writer.add("evals", rows)
+    return acc
