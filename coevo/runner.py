@@ -292,13 +292,37 @@ def frontier_levels(cfg: RunConfig, init: dict | None, counts: dict) -> list[str
     return [d for d, a in init["by_difficulty"].items() if lo <= a <= hi]
 
 
+def _metric_value(v):
+    if isinstance(v, dict):
+        v = v.get("value")
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def recipe_columns(steps: list[dict], round_: int, columns) -> dict:
+    """Per-round means of the recipe's summary columns over its steps' metrics (None if absent)."""
+    out = {}
+    for col in columns:
+        vals = [_metric_value(s["metrics"].get(col)) for s in steps if s["round"] == round_ and s["phase"] != "eval"]
+        vals = [v for v in vals if v is not None]
+        out[col] = sum(vals) / len(vals) if vals else None
+    return out
+
+
 def build_summary(led: Ledger, run_id: str, cfg: RunConfig) -> dict:
-    rounds = [views.round_row(led, run_id, r) for r in views.rounds_completed(led, run_id)]
+    columns = recipe_info(cfg).summary_columns
+    steps = views.step_metrics(led, run_id)
+    rounds = []
+    for r in views.rounds_completed(led, run_id):
+        row = views.round_row(led, run_id, r)
+        for col, v in recipe_columns(steps, r, [c for c in columns if c not in row]).items():
+            row[col] = v
+        rounds.append(row)
     init = views.eval_accuracy(led, run_id, 0)
     counts = views.eval_counts(led, run_id, 0)
     wall = led.query("SELECT coalesce(sum(seconds), 0) AS s FROM steps WHERE run_id = ?", [run_id])[0]["s"]
     summary = {"rounds": rounds, "initial_solver_eval_accuracy": init, "eval_n_by_difficulty": counts,
-               "wall_seconds": float(wall), "recipe": cfg.recipe, "preset": cfg.preset, "seed": cfg.seed}
+               "wall_seconds": float(wall), "recipe": cfg.recipe, "preset": cfg.preset, "seed": cfg.seed,
+               "summary_columns": list(columns)}
     band = frontier_levels(cfg, init, counts)
     if init and rounds and rounds[-1]["solver_eval_accuracy"] and band:
         n = sum(counts[b] for b in band)
@@ -311,24 +335,31 @@ def build_summary(led: Ledger, run_id: str, cfg: RunConfig) -> dict:
     return summary
 
 
+SHORT_NAMES = {"pseudo_label_accuracy": "PL acc", "kept_fraction": "kept", "challenger_reward_mean": "C reward",
+               "format_failure_rate": "C fmt fail"}
+LONG_NAMES = {"pseudo_label_accuracy": "pseudo-label accuracy of kept candidates",
+              "challenger_reward_mean": "Challenger reward", "format_failure_rate": "Challenger format failures"}
+
+
 def print_round_table(summary: dict, run_dir: Path) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title=f"coevo {summary['recipe']} · {run_dir}", caption="accuracy = oracle, greedy, held-out set; "
-              "PL = pseudo-label accuracy of kept candidates; C = Challenger")
+    cols = summary.get("summary_columns") or list(SHORT_NAMES)
+    caption = "accuracy = oracle, greedy, held-out set" + "".join(
+        f"; {SHORT_NAMES[c]} = {LONG_NAMES[c]}" for c in cols if c in LONG_NAMES)
+    t = Table(title=f"coevo {summary['recipe']} · {run_dir}", caption=caption)
     diffs = list(summary["eval_n_by_difficulty"])
-    for col in ["round", "acc", *diffs, "PL acc", "kept", "C reward", "C fmt fail", "rollouts"]:
+    for col in ["round", "acc", *diffs, *[SHORT_NAMES.get(c, c) for c in cols], "rollouts"]:
         t.add_column(col, justify="right", no_wrap=True)
     fmt = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
     init = summary["initial_solver_eval_accuracy"] or {"overall": None, "by_difficulty": {}}
     t.add_row("0", fmt(init["overall"]), *[fmt(init["by_difficulty"].get(d)) for d in diffs],
-              "-", "-", "-", "-", "-")
+              *["-"] * len(cols), "-")
     for r in summary["rounds"]:
         acc = r["solver_eval_accuracy"] or {"overall": None, "by_difficulty": {}}
         t.add_row(str(r["round"]), fmt(acc["overall"]), *[fmt(acc["by_difficulty"].get(d)) for d in diffs],
-                  fmt(r["pseudo_label_accuracy"]), fmt(r["kept_fraction"]), fmt(r["challenger_reward_mean"]),
-                  fmt(r["format_failure_rate"]), str(r["n_rollouts"]))
+                  *[fmt(r.get(c)) for c in cols], str(r["n_rollouts"]))
     c = Console(width=max(Console().width, 110))
     c.print(t)
     f = summary.get("frontier")

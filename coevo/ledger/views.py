@@ -190,3 +190,26 @@ def rollout_counts(led: Ledger, run_id: str) -> dict[str, int]:
     rows = led.query("SELECT purpose, count(*) AS n FROM rollouts WHERE run_id = ? AND role = 'solver' "
                      "GROUP BY purpose ORDER BY purpose", [run_id])
     return {r["purpose"]: int(r["n"]) for r in rows}
+
+
+def rollout_segment_counts(led: Ledger, run_id: str) -> list[dict]:
+    """Per step and role: rollouts, tool (env) segments and masked tokens (multi-turn rollouts)."""
+    return led.query(
+        "SELECT step, role, count(*) AS rollouts, "
+        "coalesce(sum(CASE WHEN segments_json IS NULL THEN 0 ELSE "
+        "len(list_filter(CAST(json_extract(segments_json, '$[*].kind') AS VARCHAR[]), x -> x = 'env')) END), 0) "
+        "AS env_segments, coalesce(sum(n_masked_tokens), 0) AS masked_tokens "
+        "FROM rollouts WHERE run_id = ? GROUP BY step, role ORDER BY step, role", [run_id])
+
+
+def step_versions(led: Ledger, run_id: str) -> dict[int, dict[str, str]]:
+    """{step: {role: policy version after the step}} (older ledgers: the two legacy columns)."""
+    out = {}
+    for r in led.query("SELECT step, versions_json, proposer_version, solver_version FROM steps "
+                       "WHERE run_id = ? ORDER BY step", [run_id]):
+        if r["versions_json"]:
+            out[int(r["step"])] = json.loads(r["versions_json"])
+        else:
+            out[int(r["step"])] = {k: v for k, v in (("proposer", r["proposer_version"]),
+                                                     ("solver", r["solver_version"])) if v}
+    return out
