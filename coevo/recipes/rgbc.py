@@ -213,6 +213,8 @@ class RGBCRecipe(RecipeBase):
     def load_state_dict(self, st: dict) -> None:
         self.recent, self.last_bearing = list(st["recent"]), st["last_bearing"]
         self.rng.setstate(st["rng"])
+        if "audit_gen" in st and hasattr(self.solver, "audit_gen"):  # a state written when the recipe owned
+            self.solver.audit_gen.set_state(st["audit_gen"])  # the audit generator (tiny backend)
 
     # ------------------------------------------------------------------ the step
     def _train(self, spec: StepSpec, w: StepWriter) -> dict:
