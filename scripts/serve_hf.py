@@ -34,6 +34,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+# generation seeds torch's process-global RNG: servers started in one process (the tests start
+# two) must not interleave their draws, or a request's seed would not fix its samples
+_RNG_LOCK = threading.Lock()
+
 
 class HFServerState:
     """The model, its loaded adapters, and the lock that serialises generation."""
@@ -82,7 +86,7 @@ class HFServerState:
         draws); without one the server's own counter seeds the call."""
         import contextlib
 
-        with self.lock:
+        with self.lock, _RNG_LOCK:
             m = self.policy._model
             if model_name in self.adapters:
                 m.set_adapter(model_name)

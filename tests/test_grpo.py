@@ -179,7 +179,9 @@ def test_policy_loss_kl_bias_correction_times_ratio_not_detached():
 
 # --- TRL reference ----------------------------------------------------------------------------
 # Transcribed from huggingface/trl v1.9.0 (commit 35def3ee000a87f6839e66f4b7749b06274ed1b3; same
-# lines at main f2cd5771), trl/trainer/grpo_trainer.py, GRPOTrainer._compute_loss, lines 3057-3142:
+# lines at main f2cd5771), trl/trainer/grpo_trainer.py, GRPOTrainer._compute_loss (from line 2991): lines
+# 3029-3030 (advantages), 3054 and 3066 (ratio), 3069-3076 (KL, bias correction), 3084-3091 (surrogate),
+# 3120-3121 (beta * KL), 3124-3142 (aggregation):
 # token-level importance sampling, delta=None, no vLLM correction, one process, no gradient
 # accumulation (TRL then divides grpo/bnpo/dr_grpo by 1).
 def trl_compute_loss(per_token_logps, old_per_token_logps, ref_per_token_logps, advantages, mask, loss_type,

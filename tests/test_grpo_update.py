@@ -8,9 +8,6 @@ one unsplit pass: sum over micro-batches c of (|c| / B) * (token sum of c) / (ac
 of c), written as per-token advantages A_t * w_c and a plain token sum (the clipped
 surrogate is positively homogeneous in A; KL off).
 """
-import inspect
-import math
-
 import pytest
 import torch
 
@@ -24,9 +21,9 @@ MASKS = {2: [1, 1, 0, 0, 1], 6: [0, 0]}  # world-inserted tokens; a rollout with
 AGGS = ["grpo", "dr_grpo", "dapo", "bnpo"]
 
 
-def padded(batch, advantages, width_of=lambda c: len(c.token_ids)):
+def padded(batch, advantages):
     """[B, T] mask, old log-probs and advantages ([B] or [B, T]) of a batch of completions."""
-    T = max(1, max(width_of(c) for c in batch))
+    T = max(1, max(len(c.token_ids) for c in batch))
     mask, old = torch.zeros(len(batch), T, dtype=torch.float64), torch.zeros(len(batch), T, dtype=torch.float64)
     per_token = any(isinstance(a, (list, tuple)) for a in advantages)
     adv = torch.zeros(len(batch), T, dtype=torch.float64) if per_token else torch.tensor(
@@ -145,7 +142,8 @@ def test_calls_scale_and_token_count(agg):
     if agg == "dapo":
         want = [(3, {"scale": 1.0, "num_active_tokens": 19})] * 2 + [(1, {"scale": 1.0, "num_active_tokens": 19})]
     else:
-        want = [(3, {"scale": 3 / 7, "num_active_tokens": None})] * 2 + [(1, {"scale": 1 / 7, "num_active_tokens": None})]
+        want = [(3, {"scale": 3 / 7, "num_active_tokens": None})] * 2 + [
+            (1, {"scale": 1 / 7, "num_active_tokens": None})]
     assert pol.calls == want
     pol.calls.clear()
     grpo_update(pol, comps, adv, loss, micro_batch=7)  # fits: today's call, no extra arguments
@@ -235,14 +233,6 @@ def test_empty_and_mismatched():
 
 
 # ---------------------------------------------------------------------------------- tiny backend
-def tiny_supports_split() -> bool:
-    return "num_active_tokens" in inspect.signature(TinyPolicy.forward_backward).parameters
-
-
-needs_tiny = pytest.mark.skipif(not tiny_supports_split(),
-                                reason="tiny backend's forward_backward has no scale / num_active_tokens yet")
-
-
 @pytest.fixture(scope="module")
 def tiny_batch():
     """A TinyPolicy (its reference = the weights before a small perturbation) and 8 completions
@@ -266,7 +256,6 @@ def tiny_batch():
     return pol, comps
 
 
-@needs_tiny
 @pytest.mark.parametrize("agg", AGGS)
 @pytest.mark.parametrize("per_token", [False, True])
 def test_tiny_split_gradient_equals_unsplit(agg, per_token, tiny_batch):
@@ -294,4 +283,3 @@ def test_tiny_split_gradient_equals_unsplit(agg, per_token, tiny_batch):
         scale = max(b.abs().max().item() for b in want)
         assert scale > 1e-4, (mb, scale)
         assert diff < 1e-6, (agg, per_token, mb, diff, scale)
-        assert math.isfinite(diff)

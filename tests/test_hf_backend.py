@@ -249,3 +249,70 @@ def test_smollm2_cpu_preset_run(tmp_path):
     assert summary["rounds"][0]["kept_fraction"] > 0 and summary["preset"] == "smollm2-cpu"
     print(f"smollm2-cpu preset: {summary['wall_seconds']:.0f} s, "
           f"format failures {summary['rounds'][0]['format_failure_rate']:.2f}")
+
+
+# ---------------------------------------------------------------------------- streams, prefixes
+def _fresh(seed: int = 5) -> HFPolicy:
+    tok = make_char_tokenizer()
+    return HFPolicy("s", model=tiny_llama(len(tok), seed=0), tokenizer=tok, seed=seed)
+
+
+def test_audit_stream_never_moves_train_stream_and_state_roundtrip():
+    sp = SamplingParams(temperature=1.0, max_new_tokens=8)
+    audit = SamplingParams(temperature=1.0, max_new_tokens=8, stream="audit")
+    a, b = _fresh(), _fresh()
+    ta = [c.token_ids for _ in range(2) for g in a.sample(["hi", "yo"], 2, sp) for c in g]
+    tb1 = [c.token_ids for g in b.sample(["hi", "yo"], 2, sp) for c in g]
+    au = [c.token_ids for g in b.sample(["hi", "yo"], 2, audit) for c in g]
+    tb2 = [c.token_ids for g in b.sample(["hi", "yo"], 2, sp) for c in g]
+    assert ta == tb1 + tb2 and au != tb2 and (b.sample_calls, b.audit_calls) == (2, 1)
+    st = b.state()
+    assert (st["sample_calls"], st["audit_calls"]) == (2, 1)
+    c = _fresh()
+    c.load_state(st)
+    for s in (audit, sp):
+        assert [x.token_ids for g in b.sample(["q"], 2, s) for x in g] == [x.token_ids for g in c.sample(["q"], 2, s) for x in g]
+    old = {k: v for k, v in st.items() if k != "audit_calls"}  # a state from before the audit stream
+    c.load_state(old)
+    assert c.audit_calls == 0 and c.sample_calls == 2
+    with pytest.raises(ValueError, match="stream"):
+        c.sample(["q"], 1, SamplingParams(stream="nope"))
+
+
+def test_token_prefixes_and_per_token_advantages():
+    pol = _fresh(7)
+    pre = pol.tokenize("(12)=3;")
+    assert pre == pol.tokenizer("(12)=3;", add_special_tokens=False)["input_ids"] and pol.tokenizer.decode(pre) == "(12)=3;"
+    out = pol.sample(["a", "bb"], 2, SamplingParams(temperature=0.9, max_new_tokens=6), token_prefixes=[pre, []])
+    assert out[0][0].prompt_ids == pol.format_prompt("a") + pre and out[1][0].prompt_ids == pol.format_prompt("bb")
+    batch = [c for g in out for c in g]
+    m = pol.forward_backward(batch, [0.0] * 4, LossConfig())
+    pol.opt.zero_grad(set_to_none=True)
+    assert m["logprob_mismatch"] < 1e-4
+    grads = []
+    for adv in ([1.0, -1.0, 0.5, -0.5], [[a] * len(c.token_ids) for c, a in zip(batch, [1.0, -1.0, 0.5, -0.5])]):
+        pol.forward_backward(batch, adv, LossConfig())
+        grads.append(torch.cat([p.grad.reshape(-1) for p in pol.trainable_params().values()]))
+        pol.opt.zero_grad(set_to_none=True)
+    assert float((grads[0] - grads[1]).abs().max()) < 1e-6 and float(grads[0].abs().max()) > 0
+    pol.forward_backward(batch, [1.0, -1.0, 0.5, -0.5], LossConfig(), scale=3.0)
+    g3 = torch.cat([p.grad.reshape(-1) for p in pol.trainable_params().values()])
+    pol.opt.zero_grad(set_to_none=True)
+    assert float((g3 - 3 * grads[0]).abs().max()) < 1e-6
+    pol.close()
+
+
+def test_dapo_global_token_count_across_calls():
+    pol = _fresh(8)
+    batch = [c for g in pol.sample(["x", "yy", "zzz"], 2, SamplingParams(max_new_tokens=7)) for c in g]
+    adv = [1.0, -0.5, 0.25, -1.0, 0.5, 0.1]
+    dapo = LossConfig(aggregation="dapo")
+    pol.forward_backward(batch, adv, dapo)
+    whole = torch.cat([p.grad.reshape(-1) for p in pol.trainable_params().values()])
+    pol.opt.zero_grad(set_to_none=True)
+    n = sum(len(c.token_ids) for c in batch)
+    pol.forward_backward(batch[:2], adv[:2], dapo, num_active_tokens=n)
+    pol.forward_backward(batch[2:], adv[2:], dapo, num_active_tokens=n)
+    split = torch.cat([p.grad.reshape(-1) for p in pol.trainable_params().values()])
+    pol.opt.zero_grad(set_to_none=True)
+    assert float((whole - split).abs().max()) < 1e-6 and float(whole.abs().max()) > 0

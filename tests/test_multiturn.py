@@ -165,8 +165,9 @@ def test_tiny_per_token_advantages_equal_per_sequence_when_constant():
     comps = _episodes(pol)[:8]
     seq = [0.5, -1.0, 1.5, 0.0, -0.25, 1.0, -0.75, 0.3]
     for agg in ("grpo", "dr_grpo", "dapo"):
-        g_seq = _grads(pol, comps, seq, LossConfig(aggregation=agg))
-        g_tok = _grads(pol, comps, [[a] * len(c.token_ids) for c, a in zip(comps, seq)], LossConfig(aggregation=agg))
+        loss = LossConfig(aggregation=agg, max_len=40)
+        g_seq = _grads(pol, comps, seq, loss)
+        g_tok = _grads(pol, comps, [[a] * len(c.token_ids) for c, a in zip(comps, seq)], loss)
         assert float((g_seq - g_tok).abs().max()) < 1e-7 and float(g_seq.abs().max()) > 0
 
 
@@ -281,9 +282,10 @@ def test_hf_multiturn_logprobs_masks_and_gradients(hf_solver):
     seq = [(-1.0) ** i * (0.5 + 0.25 * i) for i in range(len(multi))]
     rng = random.Random(1)
     for agg in ("grpo", "dapo", "dr_grpo"):
-        g1 = _hf_grads(so, multi, _token_adv(multi, seq, lambda i: 0.0), LossConfig(aggregation=agg))
-        g2 = _hf_grads(so, multi, _token_adv(multi, seq, lambda i: rng.uniform(-50, 50)), LossConfig(aggregation=agg))
-        g3 = _hf_grads(so, multi, seq, LossConfig(aggregation=agg))  # per-sequence == constant per-token
+        loss = LossConfig(aggregation=agg, max_len=48)
+        g1 = _hf_grads(so, multi, _token_adv(multi, seq, lambda i: 0.0), loss)
+        g2 = _hf_grads(so, multi, _token_adv(multi, seq, lambda i: rng.uniform(-50, 50)), loss)
+        g3 = _hf_grads(so, multi, seq, loss)  # per-sequence == constant per-token
         assert float(g1.abs().max()) > 0
         assert torch.equal(g1, g2) and float((g1 - g3).abs().max()) < 1e-6 * max(1.0, float(g1.abs().max()))
 

@@ -171,3 +171,41 @@ def test_protocol_errors(servers):
 def test_full_mode_cannot_sync(servers):
     with pytest.raises(ValueError, match="LoRA"):
         make_role_policies({**MODEL, "backend": "openai", "mode": "full", "servers": [servers[0][2]]})
+
+
+def test_streams_are_seeded_per_request_and_separate(policies, servers):
+    """Every request carries a seed from the trainer's stream counter; the reference server
+    honours it, so audit draws never move the train draws (and counters are in the state)."""
+    so = policies["solver"]
+    tr = so.trainer
+    sp = SamplingParams(temperature=1.0, max_new_tokens=8)
+    audit = SamplingParams(temperature=1.0, max_new_tokens=8, stream="audit")
+    so.sample(["warm"], 1, sp)  # sync the adapter first
+    st = so.state()
+    first = [c.token_ids for g in so.sample(["p", "q"], 3, sp) for c in g]
+    so.load_state(st)  # rewind both counters
+    au = [c.token_ids for g in so.sample(["p", "q"], 3, audit) for c in g]
+    again = [c.token_ids for g in so.sample(["p", "q"], 3, sp) for c in g]
+    assert again == first and au != first
+    assert tr.audit_calls == st["audit_calls"] + 1 and tr.sample_calls == st["sample_calls"] + 1
+    c = so.sample(["p"], 1, sp)[0][0]
+    assert isinstance(c.meta["seed"], int) and 0 <= c.meta["seed"] < 2 ** 31
+
+
+@pytest.mark.parametrize("endpoint", ["completions", "chat"])
+def test_token_prefixes_over_http(policies, servers, tmp_path, endpoint):
+    trainer = policies["solver"].trainer
+    pol = OpenAIPolicy(trainer, [servers[0][2]], endpoint=endpoint, adapter_dir=tmp_path / endpoint)
+    try:
+        pre = pol.tokenize("(12)=3;")
+        out = pol.sample(["hello", "x"], 2, SamplingParams(max_new_tokens=5, response_prefix="<q>"),
+                         token_prefixes=[pre, []])
+        assert out[0][0].prompt_ids == trainer.format_prompt("hello", "<q>") + pre
+        assert out[1][0].prompt_ids == trainer.format_prompt("x", "<q>")
+        assert out[0][0].meta.get("prefix_as_text", False) == (endpoint == "chat")
+        batch = [c for g in out for c in g]
+        m = trainer.forward_backward(batch, [0.0] * 4, LossConfig())
+        trainer.opt.zero_grad(set_to_none=True)
+        assert m["logprob_mismatch"] < 1e-4  # the server continued from exactly these ids
+    finally:
+        pol.close()

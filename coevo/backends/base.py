@@ -90,7 +90,7 @@ class LossConfig:
     clip_eps_high: float | None = None  # DAPO clip-higher; None = symmetric
     aggregation: str = "grpo"  # grpo | dr_grpo | dapo | bnpo
     kl_coef: float = 0.0
-    max_len: int | None = None  # dr_grpo normaliser L (fixed: loss.max_completion_length); None = batch width
+    max_len: int | None = None  # dr_grpo normaliser L (fixed: loss.max_completion_length); dr_grpo needs it
     kl_bias_correction: bool = False  # TRL use_bias_correction_kl: KL term times the importance ratio
 
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
+from coevo.audit.instruments import pseudo_label_accuracy
 from coevo.config import Strict
 from coevo.ledger.rows import dumps, task_row, verdict_row
 from coevo.ledger.store import StepWriter
@@ -167,8 +168,8 @@ class RZeroRecipe(RecipeBase):
         if not self.world.has_oracle or not tasks:
             return None
         verdicts = self.verifier.match_many([(lab, self.world.oracle(t)) for t, lab in zip(tasks, labels)])
-        vals = [v.value for v in verdicts if v.value is not None]
-        return float(np.mean([x == 1 for x in vals])) if vals else None
+        est = pseudo_label_accuracy([v.value for v in verdicts])
+        return est.value if est.n else None
 
     def _solver(self, spec: StepSpec, w: StepWriter) -> dict:
         rz = self.cfg.rzero

@@ -110,6 +110,30 @@ def token_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return picked - torch.logsumexp(logits, dim=-1)
 
 
+def _checked_advantages(logprobs, old_logprobs, advantages, mask, cfg: LossConfig) -> torch.Tensor:
+    """Validate :func:`policy_loss`'s arguments; advantages as [B, 1] or [B, T] in the
+    dtype of ``logprobs``."""
+    if cfg.aggregation not in AGGREGATIONS:
+        raise ValueError(f"LossConfig.aggregation must be one of {AGGREGATIONS}, got {cfg.aggregation!r}")
+    if cfg.aggregation == "dr_grpo" and cfg.max_len is None:
+        raise ValueError("dr_grpo needs LossConfig.max_len, the fixed L of sum / (B * L) "
+                         "(loss.max_completion_length)")
+    if logprobs.shape != old_logprobs.shape or logprobs.shape != mask.shape or logprobs.dim() != 2:
+        raise ValueError(
+            f"logprobs, old_logprobs and mask must share a [B, T] shape, got "
+            f"{tuple(logprobs.shape)}, {tuple(old_logprobs.shape)}, {tuple(mask.shape)}"
+        )
+    b = logprobs.shape[0]
+    adv = advantages.to(logprobs.dtype)
+    if adv.dim() == 1:
+        if adv.shape[0] != b:
+            raise ValueError(f"advantages [B] must have B={b}, got {adv.shape[0]}")
+        adv = adv.unsqueeze(1)
+    elif adv.shape != logprobs.shape:
+        raise ValueError(f"advantages must be [B] or [B, T], got {tuple(advantages.shape)}")
+    return adv
+
+
 def policy_loss(
     logprobs: torch.Tensor,
     old_logprobs: torch.Tensor,
@@ -146,24 +170,7 @@ def policy_loss(
     enters the loss, bias-corrected when asked; reported whenever ``ref_logprobs`` is
     given, 0.0 otherwise), ``loss``.
     """
-    if cfg.aggregation not in AGGREGATIONS:
-        raise ValueError(f"LossConfig.aggregation must be one of {AGGREGATIONS}, got {cfg.aggregation!r}")
-    if cfg.aggregation == "dr_grpo" and cfg.max_len is None:
-        raise ValueError("dr_grpo needs LossConfig.max_len, the fixed L of sum / (B * L) "
-                         "(loss.max_completion_length)")
-    if logprobs.shape != old_logprobs.shape or logprobs.shape != mask.shape or logprobs.dim() != 2:
-        raise ValueError(
-            f"logprobs, old_logprobs and mask must share a [B, T] shape, got "
-            f"{tuple(logprobs.shape)}, {tuple(old_logprobs.shape)}, {tuple(mask.shape)}"
-        )
-    b = logprobs.shape[0]
-    adv = advantages.to(logprobs.dtype)
-    if adv.dim() == 1:
-        if adv.shape[0] != b:
-            raise ValueError(f"advantages [B] must have B={b}, got {adv.shape[0]}")
-        adv = adv.unsqueeze(1)
-    elif adv.shape != logprobs.shape:
-        raise ValueError(f"advantages must be [B] or [B, T], got {tuple(advantages.shape)}")
+    adv = _checked_advantages(logprobs, old_logprobs, advantages, mask, cfg)
     m = mask.to(logprobs.dtype)
     eps_low = cfg.clip_eps
     eps_high = cfg.clip_eps_high if cfg.clip_eps_high is not None else cfg.clip_eps
@@ -181,21 +188,9 @@ def policy_loss(
         if cfg.kl_coef > 0:
             per_token = per_token + cfg.kl_coef * kl
 
-    masked_sum = (per_token * m).sum()
-    active = m.sum()
-    if cfg.aggregation == "grpo":
-        loss = ((per_token * m).sum(-1) / m.sum(-1).clamp(min=1.0)).mean()
-    elif cfg.aggregation == "dr_grpo":
-        loss = masked_sum / (b * cfg.max_len)
-    elif cfg.aggregation == "dapo":
-        norm = active if num_active_tokens is None else torch.as_tensor(num_active_tokens, dtype=logprobs.dtype,
-                                                                    device=logprobs.device)
-        loss = masked_sum / norm.clamp(min=1.0)
-    else:  # bnpo
-        loss = masked_sum / active.clamp(min=1.0)
-
+    loss = aggregate(per_token, m, cfg, num_active_tokens)
     with torch.no_grad():
-        denom = active.clamp(min=1.0)
+        denom = m.sum().clamp(min=1.0)
         low = ((ratio < 1.0 - eps_low) & (adv < 0)).to(m.dtype)
         high = ((ratio > 1.0 + eps_high) & (adv > 0)).to(m.dtype)
         metrics: dict[str, Any] = {
@@ -207,6 +202,24 @@ def policy_loss(
             "kl": float((kl * m).sum() / denom) if kl is not None else 0.0,
         }
     return loss, metrics
+
+
+def aggregate(per_token: torch.Tensor, m: torch.Tensor, cfg: LossConfig,
+              num_active_tokens: float | int | torch.Tensor | None = None) -> torch.Tensor:
+    """The loss of per-token losses [B, T] over the active tokens (``m``, float 0/1) for
+    ``cfg.aggregation`` (see :func:`policy_loss`; TRL ``_compute_loss``)."""
+    b = per_token.shape[0]
+    masked_sum = (per_token * m).sum()
+    active = m.sum()
+    if cfg.aggregation == "grpo":
+        return ((per_token * m).sum(-1) / m.sum(-1).clamp(min=1.0)).mean()
+    if cfg.aggregation == "dr_grpo":
+        return masked_sum / (b * cfg.max_len)
+    if cfg.aggregation == "dapo":
+        norm = active if num_active_tokens is None else torch.as_tensor(
+            num_active_tokens, dtype=per_token.dtype, device=per_token.device)
+        return masked_sum / norm.clamp(min=1.0)
+    return masked_sum / active.clamp(min=1.0)  # bnpo
 
 
 # metrics that policy_loss reports as means over active tokens (logprob_mismatch: hf backend)
