@@ -39,6 +39,8 @@ def test_extract_and_equivalent():
     assert w.extract_answer("4 2") is None
     assert w.extract_answer("") is None
     assert w.equivalent("42", "042") and not w.equivalent("42", "41") and not w.equivalent(None, "1")
+    assert not w.equivalent("x", "1") and not w.equivalent("1", "x")
+    assert w.verifier_kind == "integer"  # the kind whose check ``equivalent`` is
 
 
 def test_eval_set_is_fixed_and_stratified():

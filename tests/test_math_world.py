@@ -68,6 +68,8 @@ def test_equivalent_inline_and_pickle():
     assert w.equivalent(r"\dfrac{1}{2}", r"\frac{1}{2}")  # fast path
     assert not w.equivalent("3", "4")
     assert not w.equivalent(None, "4")
+    assert w.equivalent("(1,2)", "(1, 3-1)") and not w.equivalent("(1,2)", "(2,1)")  # bare LaTeX tuples
+    assert w.verifier_kind == "math"
     assert normalize_math(r"$\left( 1, 2 \right)$.") == "(1,2)"
     w2 = pickle.loads(pickle.dumps(w))  # the run loop pickles the world into pool workers
     assert w2.equivalent("2", "2.0")

@@ -20,6 +20,9 @@ def test_verdict_contract():
     assert row["value"] == 1 and row["abstained"] is False and json.loads(row["detail"]) == {"a": 1}
     a = Verdict(None, "timeout", "math", "v", 1.0)
     assert a.to_row()["abstained"] is True and Verdict.from_row(a.to_row()) == a
+    c = Verdict(0, kind="rule", criterion_id="c7")
+    assert c.to_row()["criterion_id"] == "c7" and Verdict.from_row(c.to_row()) == c
+    assert v.criterion_id is None and v.to_row()["criterion_id"] is None
 
 
 def test_squad_metrics():
@@ -80,6 +83,27 @@ def test_math_checker_in_process_on_trusted_input():
     assert check_math("1" * 30000, "1").reason == "resource-limit"
 
 
+def test_integer_kind():
+    v = make_verifier("integer")
+    assert [v.verify(a, r).value for a, r in [("42", "042"), ("-7", "-07"), ("4", "5"), ("4.0", "4")]] == [1, 1, 0, 0]
+    assert v.verify("x", "4").detail["note"] == "not-an-integer"
+    assert v.verify("4", "four").reason == "unparsable" and v.verify(None, "4").reason == "unparsable"
+    assert v.verify("1", "1").kind == "integer" and v.verify("1", "1").version == "integer-1"
+
+
+def test_math_kind_on_extracted_answers():
+    from coevo.verify.checks import check_math_answer
+
+    assert check_math_answer("(1,2)", "(1, 2)").value == 1            # bare LaTeX: boxed for math-verify
+    assert check_math_answer("(1,2)", "(1, 2)").detail["via"] == "normalized-equal"
+    assert check_math_answer(r"\frac{1}{2}", "0.5").value == 1
+    assert check_math_answer(r"\boxed{3}", "3").value == 1
+    assert check_math_answer("(1,2)", "(2,1)").value == 0
+    assert check_math_answer("", "1").reason == "unparsable"
+    assert check_math_answer("1", None).reason == "unparsable"
+    assert check_math("(1,2)", "(1, 2)").reason == "unparsable"     # the raw checker does not box
+
+
 def test_factory_and_pooled_kinds():
     with VerifierPool(workers=1, timeout_s=5) as pool:
         nv = make_verifier("numeric_unit", rel_tol=1e-3, pool=pool)
@@ -87,7 +111,7 @@ def test_factory_and_pooled_kinds():
         assert [v.value for v in nv.verify_many([("1.0005 m", "1 m"), ("1 s", "1 m")])] == [1, 0]
         sv = SympyEquivVerifier(pool=pool)
         assert sv.verify("x*x", "x^2").value == 1 and sv.verify("x*x", "x^2").kind == "sympy_equiv"
-    for kind in ("math", "numeric_unit", "sympy_equiv", "sandbox_py", "rule", "exact_match", "cover_em"):
+    for kind in ("math", "integer", "numeric_unit", "sympy_equiv", "sandbox_py", "rule", "exact_match", "cover_em"):
         assert make_verifier(kind).kind == kind
     assert make_verifier("llm_judge", base_url="http://127.0.0.1:9/v1", model="m").kind == "llm_judge"
     with pytest.raises(ValueError):
