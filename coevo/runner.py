@@ -191,7 +191,7 @@ def resume_run(run_dir: Path, quiet: bool = False) -> Path:
 
 
 def _execute(cfg: RunConfig, run_dir: Path, fresh: bool, quiet: bool) -> None:
-    from coevo.stages.equivalence import WorldEquivalence
+    from coevo.stages.equivalence import run_verifier_from_config
 
     torch.set_num_threads(cfg.backend.threads)
     run_id = run_dir.resolve().name
@@ -211,7 +211,7 @@ def _execute(cfg: RunConfig, run_dir: Path, fresh: bool, quiet: bool) -> None:
             from coevo.verify.pool import VerifierPool
 
             pool = VerifierPool(workers=cfg.verify.workers, timeout_s=cfg.verify.timeout_s)
-        verifier = WorldEquivalence(world, pool)
+        verifier = run_verifier_from_config(cfg.verify, world, pool, led)
         recipe = make_recipe(cfg, world, policies, run_id, verifier, info)
         plan = recipe.plan()
         last = led.last_completed_step(run_id)

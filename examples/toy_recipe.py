@@ -31,7 +31,6 @@ from coevo.recipes.base import RecipeBase, StepSpec, round_plan
 from coevo.recipes.registry import RecipeInfo, RoleSpec
 from coevo.stages.core import propose
 from coevo.stages.group import draw_group, update_role
-from coevo.stages.rollout import solve_multiturn
 from coevo.worlds.scripted import ScriptedToolWorld
 
 
@@ -69,12 +68,10 @@ class ToyRecipe(RecipeBase):
     def __init__(self, cfg, world, policies: dict, run_id: str, verifier) -> None:
         super().__init__(cfg, world, policies, run_id, verifier)
         self.proposer, self.helper = policies["proposer"], policies["helper"]
+        self.max_turns = cfg.toy.max_turns  # tool calls per episode (training and evaluation)
 
     def plan(self) -> list[StepSpec]:
         return round_plan(self.cfg.toy.rounds, [("train", self.cfg.toy.steps_per_round)])
-
-    def _solve(self, policy, world, tasks, n, sampling):
-        return solve_multiturn(policy, world, tasks, n, sampling, max_turns=self.cfg.toy.max_turns)
 
     def _train(self, spec: StepSpec, w: StepWriter) -> dict:
         tc, ctx = self.cfg.toy, self.ctx(spec)
@@ -84,9 +81,9 @@ class ToyRecipe(RecipeBase):
         valid = [i for i, p in enumerate(props) if p.parsed.ok]
         tasks = [props[i].task for i in valid]
         truths = {"oracle": [self.world.oracle(t) for t in tasks]}
-        solved = draw_group(ctx, self.solver, tasks, tc.k, self.sp, "solve", truths, sampler=self._solve)
+        solved = draw_group(ctx, self.solver, tasks, tc.k, self.sp, "solve", truths, sampler=self.solve_sampler())
         helped = draw_group(ctx, self.helper, tasks, tc.k, self.sp, "helper", truths, role="helper",
-                            sampler=self._solve)
+                            sampler=self.solve_sampler())
         w.extend(solved.rows)
         w.extend(helped.rows)
         s_rewards = np.array([1.0 if v.value == 1 else 0.0 for vs in solved.verdicts.get("oracle", []) for v in vs])

@@ -248,10 +248,3 @@ def test_evaluate_solver_through_the_verifier(pool):
         assert set(acc[mode]["by_difficulty"]) == {t.meta["difficulty"] for t in tasks}
     rows = wr.rows["evals"]
     assert len(rows) == 2 * len(tasks) and rows[0]["policy_version"] == "s:1" and rows[0]["mode"] == "greedy"
-    # bit-identical with the evaluation the recipes used (while it still exists)
-    from coevo.recipes import base
-
-    if hasattr(base, "evaluate_solver"):
-        wr2 = StepWriter()
-        old = base.evaluate_solver(Scripted(table), w, tasks, "r", 1, 5, wr2, greedy=True, samples=4, sampling=sp)
-        assert old == acc and wr2.rows["evals"] == rows

@@ -5,13 +5,13 @@ import json
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-import numpy as np
-
 from coevo.backends.base import LossConfig, SamplingParams
 from coevo.config import RunConfig
 from coevo.ledger.store import StepWriter
+from coevo.stages.evaluate import evaluate_solver
 from coevo.stages.group import StepContext
-from coevo.worlds.base import Task, World, role_sampling
+from coevo.stages.rollout import solve_multiturn, tool_stops
+from coevo.worlds.base import World
 
 
 @dataclass(frozen=True)
@@ -79,39 +79,20 @@ class RecipeBase:
         return StepContext(self.run_id, spec.round, spec.step, self.world, self.verifier, self.loss,
                            self.cfg.loss.advantage_scale)
 
+    def solve_sampler(self):
+        """How the solver samples: single-turn, or multi-turn episodes when the world has tools."""
+        if tool_stops(self.world, "solver"):
+            return lambda pol, world, tasks, n, sp: solve_multiturn(pol, world, tasks, n, sp,
+                                                                    max_turns=self.max_turns)
+        return None
+
+    max_turns = 4
+
     def _eval(self, spec: StepSpec, w: StepWriter) -> dict:
         acc = evaluate_solver(self.solver, self.world, self.eval_tasks, self.run_id, spec.round, spec.step, w,
-                              greedy=self.cfg.eval.greedy, samples=self.cfg.eval.samples, sampling=self.sp)
+                              self.verifier, greedy=self.cfg.eval.greedy, samples=self.cfg.eval.samples,
+                              sampling=self.sp, sampler=self.solve_sampler())
         return {"eval": acc}
-
-
-def evaluate_solver(solver, world: World, tasks: Sequence[Task], run_id: str, round_: int, step: int,
-                    writer: StepWriter, greedy: bool = True, samples: int = 0,
-                    sampling: SamplingParams | None = None) -> dict:
-    """Oracle accuracy of the solver on the held-out set, by difficulty; rows to ``evals``."""
-    rows, acc = [], {}
-    modes = []
-    if greedy:
-        modes.append(("greedy", 1, SamplingParams(greedy=True, max_new_tokens=(sampling.max_new_tokens if sampling else 24))))
-    if samples > 0 and sampling is not None:
-        modes.append((f"mean@{samples}", samples, sampling))
-    for mode, n, sp in modes:
-        outs = solver.sample([world.solver_prompt(t) for t in tasks], n, role_sampling(world, "solver", sp))
-        by: dict[str, list[float]] = {}
-        for t, comps in zip(tasks, outs):
-            truth = t.reference if t.reference is not None else world.oracle(t)
-            answers = [world.extract_answer(c.text) for c in comps]
-            score = float(np.mean([world.equivalent(a, truth) for a in answers]))
-            d = t.meta.get("difficulty", "all")
-            by.setdefault(d, []).append(score)
-            rows.append({"run_id": run_id, "round": round_, "step": step, "task_id": t.task_id, "difficulty": d,
-                         "policy_version": comps[0].policy_version, "mode": mode, "answer": answers[0],
-                         "correct": score})
-        all_scores = [s for v in by.values() for s in v]
-        acc[mode] = {"overall": float(np.mean(all_scores)),
-                     "by_difficulty": {d: float(np.mean(v)) for d, v in sorted(by.items())}}
-    writer.add("evals", rows)
-    return acc
 
 
 def dumps(obj: Any) -> str:

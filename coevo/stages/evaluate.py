@@ -29,16 +29,21 @@ def _modes(greedy: bool, samples: int, sampling: SamplingParams | None) -> list:
 
 def evaluate_solver(solver, world: World, tasks: Sequence[Task], run_id: str, round_: int, step: int, writer,
                     verifier, greedy: bool = True, samples: int = 0,
-                    sampling: SamplingParams | None = None) -> dict:
+                    sampling: SamplingParams | None = None, sampler=None) -> dict:
     """Accuracy of the solver on the held-out set, by difficulty; rows to ``evals``.
 
     ``verifier``: the run verifier (``match_many``).  Returns ``{mode: {"overall": acc,
     "by_difficulty": {difficulty: acc}}}`` with modes ``greedy`` and ``mean@{samples}``;
     one ``evals`` row per task and mode (the first completion's answer, the task's score).
+    ``sampler(solver, world, tasks, n, sampling)`` replaces single-turn sampling (e.g.
+    ``coevo.stages.rollout.solve_multiturn`` for a world with tools).
     """
     rows, acc = [], {}
     for mode, n, sp in _modes(greedy, samples, sampling):
-        outs = solver.sample([world.solver_prompt(t) for t in tasks], n, role_sampling(world, "solver", sp))
+        if sampler is not None:
+            outs = sampler(solver, world, list(tasks), n, sp)
+        else:
+            outs = solver.sample([world.solver_prompt(t) for t in tasks], n, role_sampling(world, "solver", sp))
         answers = [[world.extract_answer(c.text) for c in comps] for comps in outs]
         truths = [t.reference if t.reference is not None else world.oracle(t) for t in tasks]
         flat = verifier.match_many([(a, truth) for ans, truth in zip(answers, truths) for a in ans])
