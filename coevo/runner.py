@@ -360,7 +360,7 @@ def print_round_table(summary: dict, run_dir: Path) -> None:
         acc = r["solver_eval_accuracy"] or {"overall": None, "by_difficulty": {}}
         t.add_row(str(r["round"]), fmt(acc["overall"]), *[fmt(acc["by_difficulty"].get(d)) for d in diffs],
                   *[fmt(r.get(c)) for c in cols], str(r["n_rollouts"]))
-    c = Console(width=max(Console().width, 110))
+    c = Console(width=max(Console().width, 110, 12 * (len(diffs) + len(cols) + 3)))
     c.print(t)
     f = summary.get("frontier")
     if f:
