@@ -336,9 +336,14 @@ def build_summary(led: Ledger, run_id: str, cfg: RunConfig) -> dict:
 
 
 SHORT_NAMES = {"pseudo_label_accuracy": "PL acc", "kept_fraction": "kept", "challenger_reward_mean": "C reward",
-               "format_failure_rate": "C fmt fail"}
+               "format_failure_rate": "C fmt fail", "synthesizer_reward_mean": "S reward",
+               "solver_reward_mean": "R reward", "bearing_rate": "bearing", "kappa_bar": "kappa", "nu_bar": "nu",
+               "lag_bar": "lag", "proposer_reward_mean": "P reward"}
 LONG_NAMES = {"pseudo_label_accuracy": "pseudo-label accuracy of kept candidates",
-              "challenger_reward_mean": "Challenger reward", "format_failure_rate": "Challenger format failures"}
+              "challenger_reward_mean": "Challenger reward", "format_failure_rate": "Challenger format failures",
+              "synthesizer_reward_mean": "Synthesizer reward", "solver_reward_mean": "solver (Reasoner) reward",
+              "bearing_rate": "screen bearing rate", "kappa_bar": "kappa-bar (step mean)", "nu_bar": "nu-bar",
+              "lag_bar": "lag l-bar", "proposer_reward_mean": "proposer reward"}
 
 
 def print_round_table(summary: dict, run_dir: Path) -> None:
