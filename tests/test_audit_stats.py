@@ -10,6 +10,7 @@ from coevo.audit import (
     false_agreement_mass, invert_null_model, kappa_bar, lag_bar, null_model_shares, nu_bar,
     pseudo_label_accuracy, seed_range, top_quartile_enrichment,
 )
+from coevo.audit.instruments import NOT_PROPOSER, solver_majority
 
 
 def pct(x):
@@ -156,6 +157,12 @@ def test_pseudo_label_accuracy_and_ff():
     assert "2 batches < 5" in e.extra["interval_method"]                  # the audit's interval rule
     ff = false_agreement_mass(["1", "2", "3", "4"], ["1", "2", "5", "4"], ["1", "9", "3", "7"])
     assert ff.value == 0.5 and ff.extra["agreement_rate"] == 0.75
+    # the solver majority from the ledger: recorded mode; else mu_screen > 1/2 -> the proposer's answer,
+    # 0 -> not it, 0 < mu <= 1/2 or never solved -> unknown (not audited)
+    maj = [solver_majority(m, mu, "5") for m, mu in (("6", 1.0), (None, 1.0), (None, 0.0), (None, 0.5), (None, None))]
+    assert maj == ["6", "5", NOT_PROPOSER, None, None]
+    ff = false_agreement_mass(["5"] * 5, maj, ["7"] * 5)                 # only the second agrees, wrongly
+    assert ff.value == pytest.approx(1 / 3) and ff.n == 3 and ff.extra["n_unaudited"] == 2
 
 
 def test_abstention_share_strata():

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from coevo.audit.nullmodel import null_fit_error
-from coevo.audit.render import audit_section_html
+from coevo.report.audit import audit_section_html
 from coevo.audit.run_audit import AuditError, audit_runs
 from coevo.ledger.store import Ledger
 
@@ -102,7 +102,9 @@ def test_screen_confirm_instruments_hand_computed(tmp_path):
     assert ins["doubt_share"]["value"] == pytest.approx(1 / 4)            # t2: miss with mode share 3/4
     assert ins["lag"]["value"] == pytest.approx(-0.5 / 6)                 # lags .25 -.25 0 0 -.25 -.25
     assert ins["lag"]["extra"]["median_abs"] == pytest.approx(0.25)
-    assert ins["false_agreement_mass"]["value"] == pytest.approx(2 / 7)   # t2, t5: proposer = mode != oracle
+    # t2, t5: proposer = mode != oracle; t4 (mu 0): majority is not the proposer's; t7 never solved: not audited
+    assert ins["false_agreement_mass"]["value"] == pytest.approx(2 / 6)
+    assert ins["false_agreement_mass"]["extra"]["n_unaudited"] == 1
     assert ins["pseudo_label_accuracy"]["value"] == pytest.approx(3 / 7)  # reference_correct
     assert ins["abstention_share"]["value"] == pytest.approx(0.125)
     assert ins["abstention_share"]["extra"]["reasons"] == {"timeout": 1}

@@ -9,12 +9,17 @@ from coevo.audit.instruments import (
     bearing_indicator,
     bearing_rate,
     enrichment_se,
+    estimate_dict,
     false_agreement_mass,
     kappa_bar,
+    kappa_indicator,
     lag_bar,
+    lag_values,
     nu_bar,
+    nu_indicators,
     pseudo_label_accuracy,
     seed_range,
+    solver_majority,
     top_quartile_enrichment,
 )
 from coevo.audit.nullmodel import (
@@ -25,6 +30,7 @@ from coevo.audit.nullmodel import (
     mid_share_given_bearing,
     null_model_shares,
 )
+from coevo.audit.screen_confirm import screen_confirm_metrics, screen_confirm_truth
 from coevo.audit.stats import (
     Estimate,
     abstention_inflation,
@@ -39,7 +45,8 @@ __all__ = [
     "expected_teachability", "mid_share_given_bearing",
     "binomial_se", "difference_se", "abstention_inflation", "clustered_se", "batch_bootstrap_ci",
     "Estimate",
-    "bearing_indicator", "bearing_rate", "kappa_bar", "answer_mode", "nu_bar", "lag_bar",
-    "pseudo_label_accuracy", "false_agreement_mass", "abstention_share",
+    "bearing_indicator", "bearing_rate", "kappa_indicator", "kappa_bar", "answer_mode", "nu_indicators", "nu_bar",
+    "lag_values", "lag_bar", "estimate_dict", "pseudo_label_accuracy", "false_agreement_mass", "abstention_share",
+    "solver_majority", "screen_confirm_metrics", "screen_confirm_truth",
     "top_quartile_enrichment", "enrichment_se", "seed_range",
 ]

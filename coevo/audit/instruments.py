@@ -16,7 +16,7 @@ from coevo.audit.stats import Z95, Estimate, batch_bootstrap_ci, binomial_se, cl
 
 __all__ = [
     "bearing_indicator", "bearing_rate", "kappa_indicator", "kappa_bar", "answer_mode", "nu_indicators", "nu_bar",
-    "lag_values", "lag_bar", "estimate_dict",
+    "lag_values", "lag_bar", "estimate_dict", "solver_majority",
     "pseudo_label_accuracy", "false_agreement_mass", "abstention_share",
     "top_quartile_enrichment", "enrichment_se", "seed_range",
 ]
@@ -213,20 +213,39 @@ def pseudo_label_accuracy(verdicts: Sequence[Any], batches=None, tasks=None) -> 
     return interval_estimate(x, np.asarray(batches)[ok], t, n_unjudged=n_out)
 
 
-def false_agreement_mass(proposer_answers: Sequence[Any], solver_majority: Sequence[Any],
+NOT_PROPOSER = ("<not the proposer's answer>",)  # a solver majority known to differ from the proposer's answer
+
+
+def solver_majority(mode_answer: Any, mu_screen: Any, proposer_answer: Any) -> Any:
+    """The solver's majority answer to a task with a proposer (reference) answer, from what the ledger holds.
+
+    The 2K-answer mode where it was recorded; else from the screen group's share mu of answers matching
+    the proposer's: mu > 1/2 -> the proposer's answer is the majority; mu = 0 -> ``NOT_PROPOSER``;
+    0 < mu <= 1/2 without a recorded mode, or no screen group (rejected before any solve) -> None (unknown).
+    """
+    if _valid_key(mode_answer):
+        return mode_answer
+    if not _valid_key(mu_screen):
+        return None
+    if mu_screen > 0.5:
+        return proposer_answer
+    return NOT_PROPOSER if mu_screen == 0 else None
+
+
+def false_agreement_mass(proposer_answers: Sequence[Any], majority: Sequence[Any],
                          truth: Sequence[Any], batches=None) -> Estimate:
     """False-agreement mass FF: share of audited tasks where the proposer's answer equals the solver
     majority and both differ from the truth (SPEC §4; seed 004 §二.1: 4B 6.1%, 9B 8.8% at round 3).
 
-    Needs an oracle: a task with unknown truth (None/NaN) is not audited (``n_unaudited``). Answers
-    are compared as normalised keys (the arithmetic world's canonical integers); a task with no
-    solver majority (None) counts as not agreeing. ``extra["agreement_rate"]``: share of audited
-    tasks where proposer and solver agree at all. ``batches`` as in :func:`pseudo_label_accuracy`.
+    Needs an oracle: a task whose truth or solver majority is unknown (None/NaN; see
+    :func:`solver_majority`) is not audited (``n_unaudited``). Answers are compared as normalised keys
+    (the arithmetic world's canonical integers). ``extra["agreement_rate"]``: share of audited tasks
+    where proposer and solver agree at all. ``batches`` as in :func:`pseudo_label_accuracy`.
     """
-    if not (len(proposer_answers) == len(solver_majority) == len(truth)):
+    if not (len(proposer_answers) == len(majority) == len(truth)):
         raise ValueError("inputs must have the same length")
-    ok = [_valid_key(t) for t in truth]
-    rows = [(p, s, t) for (p, s, t), k in zip(zip(proposer_answers, solver_majority, truth), ok) if k]
+    ok = [_valid_key(t) and _valid_key(m) for t, m in zip(truth, majority)]
+    rows = [(p, s, t) for (p, s, t), k in zip(zip(proposer_answers, majority, truth), ok) if k]
     ff = np.array([_valid_key(p) and p == s and p != t for p, s, t in rows], dtype=float)
     agree = np.array([_valid_key(p) and p == s for p, s, _ in rows], dtype=float)
     extra = {"n_unaudited": len(truth) - len(rows),

@@ -16,7 +16,7 @@ import numpy as np
 
 from coevo.audit.instruments import (
     abstention_share, bearing_indicator, false_agreement_mass, kappa_bar, kappa_indicator, lag_bar,
-    lag_values, nu_indicators, pseudo_label_accuracy, seed_range, top_quartile_enrichment,
+    lag_values, nu_indicators, pseudo_label_accuracy, seed_range, solver_majority, top_quartile_enrichment,
 )
 from coevo.audit.nullmodel import invert_null_model, null_fit_error, null_model_shares
 from coevo.audit.stats import (
@@ -270,9 +270,11 @@ def _ff(ts: Optional[dict], recipe: str) -> dict:
         return _na(label, "task_stats.proposer_answer is NULL everywhere (no proposer answer recorded)")
     if all(t is None for t in truth):
         return _na(label, "no truth for any task (no oracle answer, reference_correct NULL)")
-    e = false_agreement_mass(pa, mode, truth, batches=float_array(ts["step"]).astype(int))
-    return _ok(label, e, "task_stats.proposer_answer (Synthesizer reference), mode_answer (solver majority), "
-               "tasks.oracle_answer", "batch bootstrap (steps)")
+    majority = [solver_majority(m, s, p) for m, s, p in zip(mode, ts["mu_screen"], pa)]
+    e = false_agreement_mass(pa, majority, truth, batches=float_array(ts["step"]).astype(int))
+    return _ok(label, e, "task_stats.proposer_answer (Synthesizer reference); solver majority: mode_answer, else "
+               "from mu_screen (> 1/2: the reference; 0: not it; otherwise unknown, not audited); "
+               "tasks.oracle_answer (else reference_correct)", "batch bootstrap (steps)")
 
 
 def _phi(d: dict) -> dict:

@@ -193,13 +193,16 @@ def rollout_counts(led: Ledger, run_id: str) -> dict[str, int]:
 
 
 def rollout_segment_counts(led: Ledger, run_id: str) -> list[dict]:
-    """Per step and role: rollouts, tool (env) segments and masked tokens (multi-turn rollouts)."""
+    """Per step and role: rollouts, tool (env) segments and masked tokens (multi-turn rollouts).
+    (No list lambda: its syntax changed in DuckDB 1.3 / 2.0; the kinds are unnested instead.)"""
     return led.query(
-        "SELECT step, role, count(*) AS rollouts, "
-        "coalesce(sum(CASE WHEN segments_json IS NULL THEN 0 ELSE "
-        "len(list_filter(CAST(json_extract(segments_json, '$[*].kind') AS VARCHAR[]), x -> x = 'env')) END), 0) "
-        "AS env_segments, coalesce(sum(n_masked_tokens), 0) AS masked_tokens "
-        "FROM rollouts WHERE run_id = ? GROUP BY step, role ORDER BY step, role", [run_id])
+        "WITH r AS (SELECT rollout_id, step, role, n_masked_tokens, segments_json FROM rollouts WHERE run_id = ?), "
+        "env AS (SELECT rollout_id, count(*) AS n FROM (SELECT rollout_id, "
+        "unnest(json_extract_string(segments_json, '$[*].kind')) AS kind FROM r WHERE segments_json IS NOT NULL) "
+        "WHERE kind = 'env' GROUP BY rollout_id) "
+        "SELECT r.step, r.role, count(*) AS rollouts, coalesce(sum(env.n), 0) AS env_segments, "
+        "coalesce(sum(r.n_masked_tokens), 0) AS masked_tokens FROM r LEFT JOIN env USING (rollout_id) "
+        "GROUP BY r.step, r.role ORDER BY r.step, r.role", [run_id])
 
 
 def step_versions(led: Ledger, run_id: str) -> dict[int, dict[str, str]]:

@@ -2,7 +2,7 @@
 
 Common to every run: run info (recipe, world, seed, preset, wall time), solver eval accuracy by
 round (table and plot, from the ledger's ``evals``), the frontier gain when summary.json has one,
-and the audit (``coevo.audit.render``). The recipe's own sections come from the recipe registry:
+and the audit (``coevo.report.audit``). The recipe's own sections come from the recipe registry:
 ``get_recipe(<recipe of the runs table>).report_sections``, each ``"module:function"`` called as
 ``function(led, run_id, run_dir) -> HTML fragment`` ("" = nothing to show). A recipe that cannot
 be resolved gets the common sections and a one-line note.
@@ -14,7 +14,8 @@ import json
 from pathlib import Path
 
 from coevo.ledger import views
-from coevo.ledger.store import Ledger
+from coevo.ledger.store import Ledger, open_run_ledger
+from coevo.report.audit import audit_section_html
 from coevo.report.plots import figure_html, plt, png_data_uri, table_html
 
 __all__ = ["write_report", "plot_eval", "recipe_sections"]
@@ -112,17 +113,17 @@ def recipe_sections(recipe: str, led: Ledger, run_id: str, run_dir: Path) -> tup
 
 
 def write_report(run_dir: Path, extra_sections: list[str] | None = None) -> Path:
-    """Write ``run_dir/report.html`` from the run's ledger (and summary.json when present)."""
-    from coevo.audit.render import audit_section_html
-
+    """Write ``run_dir/report.html`` from the run's ledger (and summary.json when present).
+    Raises ``coevo.ledger.store.LedgerError`` when the directory holds no ledger."""
     run_dir = Path(run_dir)
     summary = _read_summary(run_dir)
-    led = Ledger(run_dir / "ledger.duckdb", read_only=True)
+    led = open_run_ledger(run_dir)  # LedgerError with a one-line reason when there is none
     try:
         info = views.run_info(led)
         run_id = info["run_id"]
         recipe = info.get("recipe") or summary.get("recipe") or "?"
         own, columns = recipe_sections(recipe, led, run_id, run_dir)
+        columns = columns or tuple(summary.get("summary_columns") or ())  # unresolvable recipe: as the run wrote them
         head = _run_info(info, summary, run_dir)
         evals = _eval_section(led, run_id, summary, columns)
         audit = audit_section_html(run_dir, led, run_id)

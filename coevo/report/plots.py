@@ -1,5 +1,5 @@
 """Small helpers every report section shares: a matplotlib figure as an embedded PNG, a figure tag,
-an HTML table. Imports nothing else from coevo, so any section (and ``coevo.audit.render``) can use it."""
+an HTML table. Imports nothing else from coevo, so any report section can use it."""
 from __future__ import annotations
 
 import base64
