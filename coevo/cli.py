@@ -88,11 +88,15 @@ def pretrain(
 @app.command()
 def report(run_dir: Path = typer.Argument(..., help="Run directory.")):
     """(Re)build report.html for a run directory."""
+    from coevo.ledger.store import LedgerError
     from coevo.report.html import write_report
 
     if not run_dir.is_dir():
         fail(f"run directory not found: {run_dir}")
-    path = write_report(run_dir)
+    try:
+        path = write_report(run_dir)
+    except LedgerError as e:
+        fail(str(e))
     console.print(f"wrote {path}")
 
 

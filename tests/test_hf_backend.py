@@ -110,7 +110,7 @@ def test_micro_batching_matches_full_batch(roles, agg):
     grads = []
     for mb in (2, 64):
         so.micro_batch = mb
-        so.forward_backward(batch, adv, LossConfig(aggregation=agg))
+        so.forward_backward(batch, adv, LossConfig(aggregation=agg, max_len=7))
         grads.append({k: p.grad.clone() for k, p in so.trainable_params().items()})
         so.opt.zero_grad(set_to_none=True)
     so.micro_batch = 2

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -359,7 +358,7 @@ class HFPolicy:
         n_seq = len(batch)
         active = [sum(c.token_mask) if c.token_mask is not None else len(c.token_ids) for c in batch]
         n_tok = sum(active)
-        cfg = loss if loss.max_len is not None else replace(loss, max_len=max(1, max(active)))
+        cfg = loss  # dr_grpo needs the fixed L (loss.max_completion_length): policy_loss says so if missing
         dapo = cfg.aggregation == "dapo"
         norm = num_active_tokens if num_active_tokens is not None else n_tok
         order = sorted(range(n_seq), key=lambda i: len(batch[i].prompt_ids) + len(batch[i].token_ids))
