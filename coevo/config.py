@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Literal, Optional, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 PRESET_DIR = Path(__file__).parent / "presets"
 
@@ -93,6 +93,30 @@ class VerifyConfig(Strict):
                                                   "None = the world's default")
     options: dict[str, Any] = Field(default_factory=dict, description="options of that verifier kind")
     cache: bool = Field(True, description="cache verdicts in the run's ledger (verdict_cache table)")
+    criteria: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="criterion id -> {kind, options}: a verifier of its own for the "
+                                          "verdicts of that criterion")
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, v):
+        from coevo.verify.verifiers import KINDS
+
+        if v is not None and v not in KINDS and v != "world-equivalent":
+            raise ValueError(f"unknown verifier kind {v!r}; known: {', '.join(sorted(KINDS))}")
+        return v
+
+    @field_validator("criteria")
+    @classmethod
+    def _criteria_kinds(cls, v):
+        from coevo.verify.verifiers import KINDS
+
+        for cid, spec in v.items():
+            if not isinstance(spec, dict) or spec.get("kind") not in KINDS:
+                raise ValueError(f"criterion {cid!r}: needs kind, one of {', '.join(sorted(KINDS))}")
+            if set(spec) - {"kind", "options"}:
+                raise ValueError(f"criterion {cid!r}: only kind and options, got {sorted(set(spec))}")
+        return v
 
 
 class RunConfig(Strict):

@@ -248,3 +248,17 @@ def test_evaluate_solver_through_the_verifier(pool):
         assert set(acc[mode]["by_difficulty"]) == {t.meta["difficulty"] for t in tasks}
     rows = wr.rows["evals"]
     assert len(rows) == 2 * len(tasks) and rows[0]["policy_version"] == "s:1" and rows[0]["mode"] == "greedy"
+
+
+def test_per_criterion_verifiers_route_by_criterion_id():
+    """verify.criteria: a criterion with a verifier of its own is checked by it; others by the run's kind."""
+    from coevo.stages.equivalence import make_run_verifier
+    from coevo.worlds.arithmetic import ArithmeticWorld
+
+    rv = make_run_verifier(None, None, ArithmeticWorld(eval_per_level=1), criteria={"half": {"kind": "math"}})
+    out = rv.match_many([("0.5", "\\frac{1}{2}"), ("0.5", "\\frac{1}{2}"), ("7", "7"), (None, "3")],
+                        ["half", None, "other", "half"])
+    assert [v.kind for v in out] == ["math", "integer", "integer", "math"]
+    assert [v.value for v in out] == [1, None, 1, 0]  # the integer kind cannot read the reference: abstains
+    assert [v.criterion_id for v in out] == ["half", None, "other", "half"]
+    assert out[3].reason == "no-answer"

@@ -99,15 +99,32 @@ class RunVerifier:
         # duplicate keys share one computed Verdict: give each pair its own copy
         return [self._stamp(dataclasses.replace(v, detail=dict(v.detail))) for v in out]
 
+    by_criterion: dict = {}  # criterion id -> RunVerifier of its own kind (``verify.criteria``)
+
     def match_many(self, pairs: Sequence[tuple[Optional[str], Optional[str]]],
                    criterion_ids: Optional[Sequence[Optional[str]]] = None) -> list[Verdict]:
         """One Verdict per (answer, target): target None -> abstain ``no-target``; answer
         None -> 0 ``no-answer``; else the check.  ``criterion_ids`` (same length, or None)
-        is carried to each Verdict's ``criterion_id``."""
+        is carried to each Verdict's ``criterion_id``; a criterion with a verifier of its
+        own (``verify.criteria``) is checked by that one."""
         pairs = list(pairs)
         cids = list(criterion_ids) if criterion_ids is not None else [None] * len(pairs)
         if len(cids) != len(pairs):
             raise ValueError(f"criterion_ids has {len(cids)} entries for {len(pairs)} pairs")
+        if not any(c in self.by_criterion for c in cids):
+            return self.match_own(pairs, cids)
+        out: list[Optional[Verdict]] = [None] * len(pairs)
+        groups: dict = {}
+        for i, c in enumerate(cids):
+            groups.setdefault(c if c in self.by_criterion else None, []).append(i)
+        for c, idx in groups.items():
+            who = self.by_criterion[c] if c is not None else self
+            for i, v in zip(idx, who.match_own([pairs[i] for i in idx], [cids[i] for i in idx])):
+                out[i] = v
+        return out
+
+    def match_own(self, pairs: list, cids: list) -> list[Verdict]:
+        """``match_many`` with this verifier's own check for every pair."""
         out: list[Optional[Verdict]] = [None] * len(pairs)
         todo = []
         for i, (a, t) in enumerate(pairs):
@@ -163,18 +180,27 @@ def checker_for(kind: Optional[str], options: Optional[dict], world: Any) -> tup
 
 
 def make_run_verifier(kind: Optional[str], options: Optional[dict], world: Any, pool=None, cache_store=None,
-                      timeout_s: Optional[float] = None, none_votes: bool = False) -> RunVerifier:
+                      timeout_s: Optional[float] = None, none_votes: bool = False,
+                      criteria: Optional[dict] = None) -> RunVerifier:
     """The run's verifier.
 
     ``kind``: ``cfg.verify.kind`` (None: the world's ``verifier_kind``; a world without
     one falls back to its ``equivalent``, kind ``world-equivalent``).  ``options``:
     ``cfg.verify.options``, merged over the world's ``verifier_options`` when the kind is
-    the world's default.  ``pool``: a ``VerifierPool`` (``verify.workers > 0``) or None.
+    the world's default.  ``criteria``: ``{criterion_id: {"kind": ..., "options": {...}}}``,
+    verifiers of their own for verdicts that carry that criterion id (``verify.criteria``).
+    ``pool``: a ``VerifierPool`` (``verify.workers > 0``) or None.
     ``cache_store``: a store with ``get_many`` / ``put_many`` (the run's ``Ledger``) or
     None for no cache.  ``timeout_s``: per-check limit in the pool (None: the pool's)."""
     checker, opts = checker_for(kind, options, world)
     cache = VerdictCache(cache_store) if cache_store is not None else None
-    return RunVerifier(checker, pool=pool, cache=cache, timeout_s=timeout_s, none_votes=none_votes, options=opts)
+    rv = RunVerifier(checker, pool=pool, cache=cache, timeout_s=timeout_s, none_votes=none_votes, options=opts)
+    rv.by_criterion = {}
+    for cid, spec in (criteria or {}).items():
+        c_checker, c_opts = checker_for(spec["kind"], spec.get("options"), world)
+        rv.by_criterion[cid] = RunVerifier(c_checker, pool=pool, cache=cache, timeout_s=timeout_s,
+                                           none_votes=none_votes, options=c_opts)
+    return rv
 
 
 def run_verifier_from_config(verify_cfg: Any, world: Any, pool=None, ledger=None) -> RunVerifier:
@@ -182,7 +208,7 @@ def run_verifier_from_config(verify_cfg: Any, world: Any, pool=None, ledger=None
     timeout_s; the ledger is the cache store when ``verify.cache`` is on."""
     store = ledger if getattr(verify_cfg, "cache", False) else None
     return make_run_verifier(verify_cfg.kind, verify_cfg.options, world, pool=pool, cache_store=store,
-                             timeout_s=verify_cfg.timeout_s)
+                             timeout_s=verify_cfg.timeout_s, criteria=getattr(verify_cfg, "criteria", None))
 
 
 class WorldEquivalence(RunVerifier):
