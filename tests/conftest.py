@@ -39,3 +39,24 @@ def tiny_run_args(ckpts: Path, *extra: str) -> list[str]:
     return [*TINY_RUN, "--set", f"backend.solver_checkpoint={ckpts / 'solver.pt'}",
             "--set", f"backend.challenger_checkpoint={ckpts / 'challenger.pt'}",
             "--set", f"backend.synthesizer_checkpoint={ckpts / 'synthesizer.pt'}", *extra]
+
+
+def kill_after_step(p: subprocess.Popen, run_dir: Path, step: int = 2, timeout: float = 300) -> None:
+    """SIGKILL the process group of a ``coevo run`` once its state file for ``step`` exists
+    (older state files are pruned as the run goes, so wait for the newest one)."""
+    import signal
+    import time
+
+    def steps_done() -> int:
+        d = run_dir / "state"
+        files = list(d.glob("step-*.pt")) if d.exists() else []
+        return max((int(f.stem.split("-")[1]) for f in files), default=-1)
+
+    deadline = time.time() + timeout
+    while time.time() < deadline and p.poll() is None and steps_done() < step:
+        time.sleep(0.02)
+    try:
+        os.killpg(p.pid, signal.SIGKILL)  # the whole process group: the run and its verifier pool
+    except ProcessLookupError:
+        pass
+    p.wait()

@@ -1,11 +1,9 @@
 """RGBC survives kill -9: a run killed mid-way and resumed equals the uninterrupted run, table
 for table (audit draws included: the audit RNG stream is part of each policy's saved state)."""
 import os
-import signal
 import subprocess
-import time
 
-from conftest import REPO, coevo_cmd, run_coevo
+from conftest import REPO, coevo_cmd, kill_after_step, run_coevo
 from fingerprint import fingerprint, summary_numbers
 
 ARGS = ["-q", "--recipe", "rgbc", "--set", "rgbc.arm=full", "--set", "synco.rounds=1",
@@ -20,20 +18,7 @@ def test_rgbc_kill_and_resume_equals_uninterrupted(tmp_path):
     p = subprocess.Popen(coevo_cmd("run", "--out", str(killed), *ARGS), cwd=REPO,
                          env=dict(os.environ, PYTHONUNBUFFERED="1"), stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True)
-
-    def steps_done() -> int:  # newest state file (older ones are pruned as the run goes)
-        d = killed / "state"
-        files = list(d.glob("step-*.pt")) if d.exists() else []
-        return max((int(f.stem.split("-")[1]) for f in files), default=-1)
-
-    deadline = time.time() + 300
-    while time.time() < deadline and p.poll() is None and steps_done() < 2:
-        time.sleep(0.02)
-    try:
-        os.killpg(p.pid, signal.SIGKILL)  # the run and its verifier pool
-    except ProcessLookupError:
-        pass
-    p.wait()
+    kill_after_step(p, killed)
     assert not (killed / "summary.json").exists(), "run finished before it could be killed"
     run_coevo("run", "--resume", str(killed), "-q")
     assert summary_numbers(killed) == summary_numbers(ref)

@@ -1,13 +1,11 @@
 """The real CLI in subprocesses with tiny budgets: run, errors, kill -9 and resume."""
 import json
 import os
-import signal
 import subprocess
-import time
 
 import duckdb
 
-from conftest import REPO, coevo_cmd, run_coevo, tiny_run_args
+from conftest import REPO, coevo_cmd, kill_after_step, run_coevo, tiny_run_args
 
 
 def _summary(d):
@@ -57,19 +55,7 @@ def test_kill_and_resume_equals_uninterrupted(tiny_ckpts, tmp_path):
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     p = subprocess.Popen(coevo_cmd("run", "--out", str(killed), *args), cwd=REPO, env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-
-    def steps_done() -> int:  # newest state file (older ones are pruned as the run goes)
-        files = list((killed / "state").glob("step-*.pt")) if (killed / "state").exists() else []
-        return max((int(f.stem.split("-")[1]) for f in files), default=-1)
-
-    deadline = time.time() + 300
-    while time.time() < deadline and p.poll() is None and steps_done() < 2:
-        time.sleep(0.02)
-    try:
-        os.killpg(p.pid, signal.SIGKILL)  # the whole process group: the run and its verifier pool
-    except ProcessLookupError:
-        pass
-    p.wait()
+    kill_after_step(p, killed)
     assert not (killed / "summary.json").exists(), "run finished before it could be killed"
     run_coevo("run", "--resume", str(killed), "-q")
     assert _summary(killed) == _summary(ref)
