@@ -17,14 +17,20 @@ a time under a lock: this is a reference, not a fast server):
 ``model`` in a request selects the base (``--served-model-name``) or a loaded adapter.
 ``--allow-fault-injection`` adds ``POST /admin/fail {"count": k, "status": 500}``: the
 next k requests fail with that status (used by the tests for mid-round failures).
+``--api-key-env NAME`` makes every route but ``/health`` require ``Authorization: Bearer
+$NAME`` (the server reads the expected token from its own environment at start; HTTP 401
+otherwise, like vLLM's ``--api-key``); the token is never printed or echoed.
 
     python scripts/serve_hf.py --model smollm2 --port 8000
     python scripts/serve_hf.py --model tiny-llama --port 0     # prints the chosen port
+    MY_KEY=... python scripts/serve_hf.py --model tiny-llama --api-key-env MY_KEY
 """
 from __future__ import annotations
 
 import argparse
+import hmac
 import json
+import os
 import sys
 import threading
 import time
@@ -43,7 +49,7 @@ class HFServerState:
     """The model, its loaded adapters, and the lock that serialises generation."""
 
     def __init__(self, model, tokenizer, served_name: str = "base", device: str = "cpu", seed: int = 0,
-                 allow_fault_injection: bool = False) -> None:
+                 allow_fault_injection: bool = False, api_key: str | None = None) -> None:
         from coevo.backends.hf import HFPolicy
 
         self.policy = HFPolicy("server", model=model, tokenizer=tokenizer, lr=0.0, device=device, seed=seed)
@@ -54,6 +60,16 @@ class HFServerState:
         self.fail_next = 0
         self.fail_status = 500
         self.requests = 0
+        self.api_key = api_key  # None: no authentication
+        self.unauthorized = 0  # requests answered 401
+
+    def authorized(self, header: str | None) -> bool:
+        if not self.api_key:
+            return True
+        h = header or ""
+        ok = h[:7].lower() == "bearer " and hmac.compare_digest(h[7:].strip().encode(), self.api_key.encode())
+        self.unauthorized += 0 if ok else 1
+        return ok
 
     # -- adapters ----------------------------------------------------------
     def load_adapter(self, name: str, path: str) -> None:
@@ -202,6 +218,13 @@ def make_handler(state: HFServerState):
         def _error(self, status: int, msg: str, typ: str = "BadRequestError") -> None:
             self._send(status, {"object": "error", "message": msg, "type": typ, "code": status})
 
+        def _denied(self) -> bool:
+            """401 unless the bearer token matches (when the server has one); never echoes it."""
+            if self.path.rstrip("/") == "/health" or state.authorized(self.headers.get("Authorization")):
+                return False
+            self._error(401, "invalid or missing API key", "AuthenticationError")
+            return True
+
         def _fault(self) -> bool:
             if state.fail_next > 0:
                 state.fail_next -= 1
@@ -211,7 +234,7 @@ def make_handler(state: HFServerState):
 
         def do_GET(self) -> None:
             state.requests += 1
-            if self._fault():
+            if self._denied() or self._fault():
                 return
             if self.path.rstrip("/") == "/v1/models":
                 self._send(200, state.models())
@@ -226,6 +249,8 @@ def make_handler(state: HFServerState):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
             except json.JSONDecodeError as e:
                 self._error(400, f"invalid JSON: {e.msg}")
+                return
+            if self._denied():
                 return
             path = self.path.rstrip("/")
             if path == "/admin/fail" and state.allow_faults:
@@ -258,10 +283,11 @@ def make_handler(state: HFServerState):
 
 
 def start_server(model, tokenizer, host: str = "127.0.0.1", port: int = 0, served_name: str = "base",
-                 seed: int = 0, allow_fault_injection: bool = False, device: str = "cpu"):
-    """Start in a daemon thread; returns (server, state, base_url).  ``server.shutdown()`` stops it."""
+                 seed: int = 0, allow_fault_injection: bool = False, device: str = "cpu", api_key: str | None = None):
+    """Start in a daemon thread; returns (server, state, base_url).  ``server.shutdown()`` stops it.
+    ``api_key``: the bearer token every request must carry (None: no authentication)."""
     state = HFServerState(model, tokenizer, served_name, device=device, seed=seed,
-                          allow_fault_injection=allow_fault_injection)
+                          allow_fault_injection=allow_fault_injection, api_key=api_key)
     srv = ThreadingHTTPServer((host, port), make_handler(state))
     srv.daemon_threads = True
     threading.Thread(target=srv.serve_forever, daemon=True).start()
@@ -278,13 +304,21 @@ def main(argv=None) -> None:
     ap.add_argument("--dtype", default="auto")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--allow-fault-injection", action="store_true")
+    ap.add_argument("--api-key-env", default=None, metavar="NAME",
+                    help="require 'Authorization: Bearer $NAME' (read from this server's environment)")
     a = ap.parse_args(argv)
+    api_key = None
+    if a.api_key_env:
+        api_key = os.environ.get(a.api_key_env)
+        if not api_key:
+            ap.error(f"--api-key-env {a.api_key_env}: ${a.api_key_env} is not set (or empty)")
     from coevo.backends.roles import load_base
 
     model, tok = load_base({"model": a.model, "device": a.device, "dtype": a.dtype, "seed": a.seed})
     name = a.served_model_name or Path(a.model).name
-    srv, _, url = start_server(model, tok, a.host, a.port, name, a.seed, a.allow_fault_injection, a.device)
-    print(json.dumps({"url": url, "served_model": name}), flush=True)
+    srv, _, url = start_server(model, tok, a.host, a.port, name, a.seed, a.allow_fault_injection, a.device,
+                               api_key=api_key)
+    print(json.dumps({"url": url, "served_model": name, "auth": a.api_key_env}), flush=True)
     try:
         while True:
             time.sleep(3600)

@@ -34,6 +34,11 @@
   relying on in-place reloads.  vLLM needs ``--enable-lora --max-lora-rank R
   --max-loras 2*roles`` and ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``; the adapter path
   must be readable by the server (shared disk).  See docs/real-models.md.
+* Secrets by reference: ``api_key_env`` (default ``OPENAI_API_KEY``) names the environment
+  variable whose value is sent as ``Authorization: Bearer ...``; it is read at every request
+  (``EnvBearer``), never stored, and scrubbed from every server text we record.  HTTP 401/403
+  raises ``AuthError`` (one line naming the variable) whatever ``on_error`` says: a wrong key
+  never becomes a run of recorded failures.
 """
 from __future__ import annotations
 
@@ -46,17 +51,24 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from coevo.backends.base import BackendError, Completion, LossConfig, SamplingParams
+from coevo.secrets import AUTH_STATUS, DEFAULT_API_KEY_ENV, EnvBearer, refuse_literal_key  # noqa: F401 (re-exported)
 
 
 class ServerError(BackendError):
     """A server request failed after every retry (message carries the reason)."""
 
 
+class AuthError(ServerError):
+    """The server refused our credentials (HTTP 401/403): one line naming the variable."""
+
+
+
 class OpenAIPolicy:
     def __init__(self, trainer, servers: Sequence[str], endpoint: str = "completions",
                  adapter_dir: str | Path | None = None, served_model: str | None = None,
                  timeout_s: float = 300.0, retries: int = 3, backoff_s: float = 0.5, concurrency: int | None = None,
-                 on_error: str = "record", api_key: str | None = None) -> None:
+                 on_error: str = "record", api_key_env: str = DEFAULT_API_KEY_ENV,
+                 api_key: str | None = None) -> None:
         import httpx
 
         if endpoint not in ("completions", "chat"):
@@ -75,8 +87,9 @@ class OpenAIPolicy:
         self.adapter_dir = Path(adapter_dir) if adapter_dir else Path("adapters")
         self.served_model = served_model
         self.retries, self.backoff_s, self.on_error = int(retries), float(backoff_s), on_error
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.client = httpx.Client(timeout=timeout_s, headers=headers)
+        refuse_literal_key({"api_key_env": api_key_env}, "backend.options")
+        self.auth = EnvBearer(api_key_env, api_key)  # holds the variable's name, reads it per request
+        self.client = httpx.Client(timeout=timeout_s, auth=self.auth)
         self.pool = ThreadPoolExecutor(max_workers=concurrency or max(4, 4 * len(self.servers)))
         self._rr = itertools.count()
         self._lock = threading.Lock()
@@ -151,9 +164,11 @@ class OpenAIPolicy:
                            raise_for_status=False)
             if r is not None and r.status_code == 400 and "already" in r.text.lower():
                 continue  # vLLM: this server kept the adapter from an earlier, partly failed sync
+            if r is not None and r.status_code in AUTH_STATUS:
+                raise AuthError(self.auth.failure(s, r.status_code, "backend.options.api_key_env"))
             if r is None or r.status_code != 200:
                 ok = False
-                reason = "unreachable" if r is None else f"HTTP {r.status_code}: {r.text[:200]}"
+                reason = "unreachable" if r is None else f"HTTP {r.status_code}: {self.auth.scrub(r.text)[:200]}"
                 self.errors.append({"kind": "sync", "server": s, "lora_name": name, "reason": reason})
         self.stats["syncs"] += 1
         if ok:
@@ -222,11 +237,15 @@ class OpenAIPolicy:
                 r = self.client.post(server + route, json=body)
                 if r.status_code == 200:
                     return self._parse(r.json(), prompt, ids, n, sp, server, attempts, reasons, extra)
-                reasons.append(f"{server}: HTTP {r.status_code}: {r.text[:200]}")
+                if r.status_code in AUTH_STATUS:  # whatever on_error says: every request would fail
+                    raise AuthError(self.auth.failure(server, r.status_code, "backend.options.api_key_env"))
+                reasons.append(f"{server}: HTTP {r.status_code}: {self.auth.scrub(r.text)[:200]}")
                 if 400 <= r.status_code < 500 and r.status_code not in (408, 429):
                     break  # the request itself is wrong: retrying will not help
+            except AuthError:
+                raise
             except Exception as e:  # noqa: BLE001
-                reasons.append(f"{server}: {type(e).__name__}: {e}")
+                reasons.append(f"{server}: {type(e).__name__}: {self.auth.scrub(e)[:300]}")
             if a < self.retries:
                 time.sleep(self.backoff_s * (2 ** a))
         reason = " | ".join(reasons)

@@ -21,6 +21,9 @@ config can pass ``model_dump()``):
       "retries": 3, "backoff_s": 0.5, "timeout_s": 300.0,          # per request, then the next server
       "on_error": "record",            # record: a request failing on every server becomes a completion
                                        # with finish_reason "error" (ledgered); raise: the step fails
+                                       # (HTTP 401/403 always raises: a wrong key is never recorded)
+      "api_key_env": "OPENAI_API_KEY", # the variable holding the servers' bearer token, read per
+                                       # request; a literal "api_key" is refused (config.yaml is shared)
     }
 
 ``make_role_policies(run_config, roles=(...))`` also accepts the pydantic RunConfig
@@ -40,6 +43,7 @@ DEFAULTS: dict[str, Any] = {
     "system_prompt": None, "old_logprobs": "sampler", "seed": 0, "cache_dir": None,
     "servers": [], "endpoint": "completions", "adapter_dir": None, "served_model": None,
     "retries": 3, "backoff_s": 0.5, "timeout_s": 300.0, "on_error": "record",
+    "api_key_env": "OPENAI_API_KEY",
     "tiny": {"hidden": 64, "layers": 2, "heads": 4},
 }
 MODES = ("lora", "full", "shared")
@@ -98,6 +102,17 @@ def from_run_config(cfg) -> dict:
     return d
 
 
+def _refuse_literal_key(c: dict) -> None:
+    """Secrets by reference: a literal ``api_key`` (or a key pasted into ``api_key_env``) is a
+    ``RoleConfigError`` whose message names the option, never the value."""
+    from coevo.secrets import refuse_literal_key
+
+    try:
+        refuse_literal_key(c, "backend.options")
+    except ValueError as e:
+        raise RoleConfigError(str(e).removeprefix("backend.options.")) from None
+
+
 def make_role_policies(cfg: Any = None, **overrides: Any) -> dict:
     """Build one Policy per role from a plain dict (see module docstring) or a RunConfig."""
     from coevo.backends.hf import HFPolicy, SharedBase
@@ -105,6 +120,7 @@ def make_role_policies(cfg: Any = None, **overrides: Any) -> dict:
     if cfg is not None and not isinstance(cfg, dict) and hasattr(cfg, "backend"):
         cfg = from_run_config(cfg)
     c = {**DEFAULTS, **(cfg or {}), **overrides}
+    _refuse_literal_key(c)
     mode = c["mode"]
     if mode not in MODES:
         raise RoleConfigError(f"mode: must be one of {MODES}, got {mode!r}")
@@ -147,6 +163,6 @@ def make_role_policies(cfg: Any = None, **overrides: Any) -> dict:
             wrapped[r] = next((w for w in wrapped.values() if id(w.trainer) == key), None) or OpenAIPolicy(
                 p, servers=list(c["servers"]), endpoint=str(c["endpoint"]), adapter_dir=c["adapter_dir"],
                 served_model=c["served_model"], retries=int(c["retries"]), backoff_s=float(c["backoff_s"]),
-                timeout_s=float(c["timeout_s"]), on_error=str(c["on_error"]))
+                timeout_s=float(c["timeout_s"]), on_error=str(c["on_error"]), api_key_env=str(c["api_key_env"]))
         policies = wrapped
     return policies

@@ -8,6 +8,15 @@ and malformed JSON are retried with exponential backoff; when the retries run ou
 verdict is ``None/judge-unavailable`` (the run continues).  Other 4xx are not retried.
 Each verdict records model, prompt version and attempts in ``detail``; with a
 ``VerdictCache`` a repeated (model, prompt version, criterion, answer) is replayed.
+
+Secrets by reference: ``api_key_env`` (default ``OPENAI_API_KEY``) names the variable whose
+value is sent as the bearer token, read at every request, never stored or recorded (server
+text is scrubbed).  HTTP 401/403 is not retried: the verdict is ``None/judge-unavailable``
+(transient, so never cached) with ``detail["auth_error"]``, one line naming the variable.
+Every verdict of a run would be wrong, so ``raise_for_auth(verdicts)`` turns such
+verdicts into a ``JudgeAuthError`` (a ``BackendError``: the runner's one-line, resumable
+error); the verifier itself never raises (the pool and ``guarded`` would turn an exception
+into a cached ``verifier-error``).
 """
 from __future__ import annotations
 
@@ -18,6 +27,8 @@ from typing import Optional
 
 import httpx
 
+from coevo.backends.base import BackendError
+from coevo.secrets import AUTH_STATUS, DEFAULT_API_KEY_ENV, EnvBearer, refuse_literal_key
 from coevo.verify.cache import VerdictCache, criterion_fingerprint
 from coevo.verify.verdict import Verdict, abstain
 
@@ -37,6 +48,18 @@ DEFAULT_CRITERION = "The candidate's final answer is equivalent to the reference
 _FIRST_WORD = re.compile(r"[A-Za-z]+")
 
 
+class JudgeAuthError(BackendError):
+    """The judge endpoint refused our credentials: one line naming the variable."""
+
+
+def raise_for_auth(verdicts) -> None:
+    """Raise ``JudgeAuthError`` when any verdict is a judge auth failure (see module doc)."""
+    for v in verdicts:
+        msg = (getattr(v, "detail", None) or {}).get("auth_error")
+        if v.value is None and msg:
+            raise JudgeAuthError(str(msg))
+
+
 def parse_judgement(text: str) -> Optional[str]:
     """'Yes.' -> 'yes'; '**No**, because...' -> 'no'; 'unknown' -> 'unknown'; else None."""
     m = _FIRST_WORD.search(text or "")
@@ -51,12 +74,15 @@ class LLMJudge:
 
     def __init__(self, base_url: str, model: str, api_key: Optional[str] = None, prompt_version: str = "judge-v1",
                  timeout_s: float = 30.0, retries: int = 3, backoff_s: float = 1.0, temperature: float = 0.0,
-                 max_tokens: int = 8, cache: Optional[VerdictCache] = None, client: Optional[httpx.Client] = None):
+                 max_tokens: int = 8, cache: Optional[VerdictCache] = None, client: Optional[httpx.Client] = None,
+                 api_key_env: str = DEFAULT_API_KEY_ENV):
         if prompt_version not in PROMPTS:
             raise ValueError(f"unknown judge prompt version {prompt_version!r}; known: {sorted(PROMPTS)}")
+        refuse_literal_key({"api_key_env": api_key_env}, "verify.options")
         self.base_url = base_url.rstrip("/")
         self.model = model
-        self.api_key = api_key
+        self.api_key_env = api_key_env
+        self.auth = EnvBearer(api_key_env, api_key)  # ``api_key``: programmatic callers only
         self.prompt_version = prompt_version
         self.timeout_s = float(timeout_s)
         self.retries = int(retries)
@@ -72,8 +98,7 @@ class LLMJudge:
 
     def _http(self) -> httpx.Client:
         if self._client is None:
-            headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-            self._client = httpx.Client(timeout=self.timeout_s, headers=headers)
+            self._client = httpx.Client(timeout=self.timeout_s, auth=self.auth)
         return self._client
 
     def close(self) -> None:
@@ -111,13 +136,18 @@ class LLMJudge:
                 if attempt:
                     time.sleep(self.backoff_s * (2 ** (attempt - 1)))
                 try:
-                    r = self._http().post(url, json=body)
+                    r = self._http().post(url, json=body, auth=self.auth)  # also on an injected client
                 except httpx.TimeoutException as e:
                     errors.append(f"timeout: {type(e).__name__}")
                     continue
                 except httpx.HTTPError as e:
-                    errors.append(f"http: {type(e).__name__}: {str(e)[:100]}")
+                    errors.append(f"http: {type(e).__name__}: {self.auth.scrub(e)[:100]}")
                     continue
+                if r.status_code in AUTH_STATUS:  # not retried: a wrong key stays wrong
+                    detail.update(attempts=attempt + 1, auth_error=self.auth.failure(
+                        f"judge {self.base_url}", r.status_code, "verify.options.api_key_env"))
+                    return Verdict(None, "judge-unavailable", self.kind, self.version, time.perf_counter() - t0,
+                                   detail)
                 if r.status_code >= 500 or r.status_code == 429:
                     errors.append(f"status {r.status_code}")
                     continue
@@ -144,4 +174,4 @@ class LLMJudge:
             return Verdict(None, "judge-unavailable", self.kind, self.version, time.perf_counter() - t0, detail)
         except Exception as e:  # noqa: BLE001 - never an exception out of a verifier
             return abstain("verifier-error", self.kind, self.version, time.perf_counter() - t0,
-                           error=f"{type(e).__name__}: {e}", **detail)
+                           error=f"{type(e).__name__}: {self.auth.scrub(e)}", **detail)

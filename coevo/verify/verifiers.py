@@ -324,9 +324,10 @@ KINDS = {
 
 def make_verifier(kind: str, **cfg) -> Verifier:
     """Factory: ``make_verifier("numeric_unit", rel_tol=1e-3)``; ``"llm_judge"`` builds
-    an ``LLMJudge`` (``base_url``, ``model`` required)."""
-    if kind == "llm_judge":
-        from coevo.verify.judge import LLMJudge
+    an ``LLMJudge`` (``base_url``, ``model`` required; ``api_key_env`` names the key's variable)."""
+    if kind == "llm_judge":  # secrets by reference: a literal api_key in the options is refused
+        from coevo.verify.judge import LLMJudge, refuse_literal_key
+        refuse_literal_key(cfg, "verify.options")
         return LLMJudge(**cfg)
     if kind not in KINDS:
         raise ValueError(f"unknown verifier kind {kind!r}; known: {sorted(KINDS) + ['llm_judge']}")
