@@ -80,6 +80,14 @@ class BackendConfig(Strict):
     threads: int = Field(2, ge=1, description="torch CPU threads")
     options: dict[str, Any] = Field(default_factory=dict, description="backend-specific (hf model id, urls, ...)")
 
+    @field_validator("options")
+    @classmethod
+    def _no_literal_key(cls, v):
+        from coevo.secrets import refuse_literal_key
+
+        refuse_literal_key(v, "backend.options")  # a key in the config would be written to the run directory
+        return v
+
 
 class EvalConfig(Strict):
     greedy: bool = True
@@ -106,12 +114,22 @@ class VerifyConfig(Strict):
             raise ValueError(f"unknown verifier kind {v!r}; known: {', '.join(sorted(KINDS))}")
         return v
 
+    @field_validator("options")
+    @classmethod
+    def _no_literal_key(cls, v):
+        from coevo.secrets import refuse_literal_key
+
+        refuse_literal_key(v, "verify.options")
+        return v
+
     @field_validator("criteria")
     @classmethod
     def _criteria_kinds(cls, v):
+        from coevo.secrets import refuse_literal_key
         from coevo.verify.verifiers import KINDS
 
         for cid, spec in v.items():
+            refuse_literal_key(spec.get("options") if isinstance(spec, dict) else None, f"verify.criteria.{cid}.options")
             if not isinstance(spec, dict) or spec.get("kind") not in KINDS:
                 raise ValueError(f"criterion {cid!r}: needs kind, one of {', '.join(sorted(KINDS))}")
             if set(spec) - {"kind", "options"}:
@@ -127,6 +145,9 @@ class RunConfig(Strict):
     model_config = ConfigDict(extra="allow", validate_assignment=True)
     recipe: str = Field("rzero", description="a built-in recipe (rzero | synco | rgbc) or a module path")
     preset: str = "cpu"
+    intended_backends: Optional[list[Literal["tiny", "hf", "openai"]]] = Field(
+        None, min_length=1, description="the backend kinds this preset is sized for; `coevo run` refuses "
+                                        "another backend.kind unless --force (None = any)")
     note: str = ""
     seed: int = 0
     out_root: str = "runs"
@@ -266,6 +287,15 @@ def load_config(preset: str = "cpu", config: Path | None = None, overrides: list
     for item in overrides or []:
         data = _deep_merge(data, parse_override(item))
     return build_config(data)
+
+
+def check_intended_backend(cfg: RunConfig) -> None:
+    """ConfigError (one line) if the preset is not meant for ``backend.kind`` (``--force`` skips this)."""
+    meant = cfg.intended_backends
+    if meant and cfg.backend.kind not in meant:
+        raise ConfigError(f"preset {cfg.preset!r} is meant for backend {' or '.join(meant)}, not "
+                          f"{cfg.backend.kind!r} (intended_backends); set backend.kind, or pass --force "
+                          f"to run it anyway")
 
 
 def dump_config(cfg: RunConfig) -> str:
