@@ -47,9 +47,10 @@ def run(
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<recipe>-<timestamp>)."),
     resume: Optional[Path] = typer.Option(None, "--resume", help="Continue a run directory from its last completed step."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+    force: bool = typer.Option(False, "--force", help="Run a preset on a backend it is not meant for."),
 ):
     """Co-evolve a proposer and a solver; writes a run directory with ledger, checkpoints, summary and report."""
-    from coevo.config import ConfigError, load_config
+    from coevo.config import ConfigError, check_intended_backend, load_config
     from coevo.runner import RunError, run_from_config, resume_run
 
     try:
@@ -62,6 +63,8 @@ def run(
         if recipe:
             overrides.append(f"recipe={recipe}")
         cfg = load_config(preset, config, overrides)
+        if not force:
+            check_intended_backend(cfg)
         run_from_config(cfg, out, quiet=quiet)
     except (UserError, ConfigError, RunError) as e:
         fail(str(e))
@@ -216,7 +219,7 @@ def eval_cmd(
             cfg.update(backend="openai", servers=list(server), adapter_dir=str(Path(".coevo-eval-adapters")))
         pol = make_role_policies(cfg)["solver"]
         if checkpoint is not None:
-            if not checkpoint.is_file():
+            if not checkpoint.exists():
                 raise EvalError(f"checkpoint not found: {checkpoint}")
             pol.load(str(checkpoint))
         res = evaluate_jsonl(pol, w, path, k=k, greedy=greedy, temperature=temperature, top_p=top_p,
@@ -266,6 +269,24 @@ def doubt_import(
         emit_json(import_labels(run_dir, labels, min_precision, min_recall))
     except DoubtError as e:
         fail(str(e))
+
+
+@app.command("export")
+def export_cmd(
+    run_dir: Path = typer.Argument(..., help="Run directory."),
+    out_dir: Path = typer.Argument(..., help="Where to write the model or adapter (new or empty directory)."),
+    round_: int = typer.Option(..., "--round", help="Round whose checkpoint to export."),
+    role: str = typer.Option(..., "--role", help="Role (solver, challenger, synthesizer, ...)."),
+):
+    """Write a ready-to-serve model or adapter from a run's round checkpoint: tiny -> safetensors +
+    JSON config; hf LoRA role -> PEFT adapter (PeftModel.from_pretrained); hf full -> save_pretrained."""
+    from coevo.checkpoint import CheckpointError, export_checkpoint
+
+    try:
+        out, kind = export_checkpoint(run_dir, round_, role, out_dir)
+    except CheckpointError as e:
+        fail(str(e))
+    console.print(f"wrote {out} ({kind})")
 
 
 def main() -> None:  # pragma: no cover

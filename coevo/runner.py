@@ -10,7 +10,7 @@ simply overwritten when the step is re-run. Same seed ⇒ same numbers, resumed 
 from __future__ import annotations
 
 import json
-import os
+import shutil
 import time
 from pathlib import Path
 
@@ -19,9 +19,11 @@ import torch
 from coevo import __version__
 from coevo.audit.stats import binomial_se
 from coevo.backends.base import BackendError
+from coevo.checkpoint import CheckpointError, atomic_dir, is_stale_temp, load_legacy_pickle, load_tree, save_tree
 from coevo.config import ConfigError, RunConfig, build_config, dump_config
 from coevo.ledger import views
-from coevo.ledger.store import Ledger
+from coevo.ledger.store import Ledger, LedgerError
+from coevo.runlock import LOCK_NAME, disk_trouble, writer_guard
 
 ASSETS = Path(__file__).parent / "assets"
 
@@ -53,10 +55,15 @@ def recipe_info(cfg: RunConfig):
 def _tiny(name: str, asset: str, ckpt: str | None, lr: float, seed: int, grad_clip: float):
     from coevo.backends.tiny import TinyPolicy
 
+    from coevo.checkpoint import CheckpointError
+
     path = Path(ckpt) if ckpt else ASSETS / f"{asset}.pt"
-    if not path.is_file():
+    if not path.exists():
         raise RunError(f"checkpoint not found: {path} (run `coevo pretrain` to create the tiny checkpoints)")
-    pol = TinyPolicy.from_checkpoint(name, path, lr=lr, seed=seed)
+    try:  # a legacy pickle only from a path the user named (backend.checkpoints.<role>=old.pt)
+        pol = TinyPolicy.from_checkpoint(name, path, lr=lr, seed=seed, allow_legacy=ckpt is not None)
+    except CheckpointError as e:
+        raise RunError(str(e)) from None
     pol.grad_clip = grad_clip
     return pol
 
@@ -135,26 +142,32 @@ def _save_state(run_dir: Path, step: int, policies: dict, recipe) -> None:
         uniq.setdefault(id(p), (role, p))
     st = {"step": step, "policies": {role: p.state() for role, p in uniq.values()},
           "aliases": {role: uniq[id(p)][0] for role, p in policies.items()}, "recipe": recipe.state_dict()}
-    tmp = sd / f"step-{step}.pt.tmp"
-    torch.save(st, tmp)
-    os.replace(tmp, sd / f"step-{step}.pt")
+    # a directory of data (state.json + state.safetensors), swapped in atomically; the name
+    # keeps the .pt suffix of the pickle files it replaces (scripts glob state/step-*.pt)
+    atomic_dir(sd / f"step-{step}.pt", lambda d: save_tree(d, st))
 
 
 def _load_state(run_dir: Path, step: int, policies: dict, recipe) -> None:
     path = run_dir / "state" / f"step-{step}.pt"
-    if not path.is_file():
+    if not path.exists():
         raise RunError(f"cannot resume: state file for completed step {step} is missing ({path})")
-    st = torch.load(path, map_location="cpu", weights_only=False)
+    try:  # a file: the pickle of an older coevo, in the run directory the user named (--resume)
+        st = load_legacy_pickle(path) if path.is_file() else load_tree(path)
+    except CheckpointError as e:
+        raise RunError(f"cannot resume: {e}") from None
     for role, p in policies.items():
         p.load_state(st["policies"][st["aliases"][role]])
     recipe.load_state_dict(st["recipe"])
 
 
 def _prune_states(run_dir: Path, keep_from: int) -> None:
-    for f in (run_dir / "state").glob("step-*.pt"):
+    for f in (run_dir / "state").glob("step-*"):
+        if is_stale_temp(f):  # left by a write a crash interrupted
+            shutil.rmtree(f, ignore_errors=True)
+            continue
         try:
-            if int(f.stem.split("-")[1]) < keep_from:
-                f.unlink()
+            if f.suffix == ".pt" and int(f.stem.split("-")[1]) < keep_from:
+                shutil.rmtree(f) if f.is_dir() else f.unlink()
         except (ValueError, IndexError):
             pass
 
@@ -163,16 +176,20 @@ def _prune_states(run_dir: Path, keep_from: int) -> None:
 def _new_run_dir(cfg: RunConfig, out: Path | None) -> Path:
     if out is None:
         out = Path(cfg.out_root) / f"{cfg.recipe}-{time.strftime('%Y%m%d-%H%M%S')}"
-    if out.exists() and any(out.iterdir()):
+    if out.exists() and any(f.name != LOCK_NAME for f in out.iterdir()):  # a lone lock: a writer killed at start
         raise RunError(f"run directory {out} exists and is not empty (use --resume {out} to continue it)")
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise RunError(disk_trouble(e, out) or f"cannot create run directory {out}: {e.strerror}") from None
     return out
 
 
 def run_from_config(cfg: RunConfig, out: Path | None = None, quiet: bool = False) -> Path:
     run_dir = _new_run_dir(cfg, out)
-    (run_dir / "config.yaml").write_text(dump_config(cfg))
-    _execute(cfg, run_dir, fresh=True, quiet=quiet)
+    with writer_guard(run_dir, RunError):  # one writer per run directory; disk trouble as one line
+        (run_dir / "config.yaml").write_text(dump_config(cfg))
+        _execute(cfg, run_dir, fresh=True, quiet=quiet)
     return run_dir
 
 
@@ -186,7 +203,8 @@ def resume_run(run_dir: Path, quiet: bool = False) -> Path:
         cfg = build_config(yaml.safe_load(cfg_path.read_text()))
     except ConfigError as e:
         raise RunError(f"{cfg_path}: {e}") from None
-    _execute(cfg, run_dir, fresh=not (run_dir / "ledger.duckdb").exists(), quiet=quiet)
+    with writer_guard(run_dir, RunError):
+        _execute(cfg, run_dir, fresh=not (run_dir / "ledger.duckdb").exists(), quiet=quiet)
     return run_dir
 
 
@@ -198,7 +216,10 @@ def _execute(cfg: RunConfig, run_dir: Path, fresh: bool, quiet: bool) -> None:
     info = recipe_info(cfg)
     world = make_world(cfg)
     policies = make_policies(cfg, run_dir, info)
-    led = Ledger(run_dir / "ledger.duckdb")
+    try:
+        led = Ledger(run_dir / "ledger.duckdb")
+    except LedgerError as e:
+        raise RunError(disk_trouble(e, run_dir) or str(e)) from None
     pool = None
     try:
         if led.count("runs") == 0:
@@ -261,12 +282,18 @@ def _loop(cfg, run_dir, led, run_id, recipe, policies, todo, total, quiet) -> No
                 raise RunError(f"step {spec.step} (round {spec.round} {spec.phase}) failed: {e}. Nothing of this "
                                f"step was written; the steps before it are saved: fix the cause, then "
                                f"`coevo run --resume {run_dir}`") from None
+            except Exception as e:  # noqa: BLE001 - disk trouble becomes one line, the rest is re-raised
+                msg = disk_trouble(e, run_dir)
+                if msg is None:
+                    raise
+                raise RunError(f"step {spec.step} (round {spec.round} {spec.phase}) not saved: {msg}; the steps "
+                               f"before it are saved: free space, then `coevo run --resume {run_dir}`") from None
             _prune_states(run_dir, spec.step)
             if spec.phase == "eval" and spec.round > 0:
                 ck = run_dir / "checkpoints" / f"round-{spec.round}"
                 ck.mkdir(parents=True, exist_ok=True)
                 for role, p in policies.items():
-                    p.save(ck / f"{role}.pt")
+                    p.save(ck / f"{role}.pt")  # a checkpoint directory (see docs/real-models.md)
             bar.update(task, advance=1, info=_short(metrics))
 
 

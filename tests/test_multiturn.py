@@ -221,7 +221,9 @@ def test_tiny_state_roundtrips_both_streams(tmp_path):
     c = _tiny(0)
     c.load_state(old)
     assert torch.equal(c.gen.get_state(), a.gen.get_state())
-    st = torch.load(tmp_path / "a.pt", weights_only=False)
+    from coevo.checkpoint import load_tree
+
+    st = load_tree(tmp_path / "a.pt", "trainer_state")
     assert {"gen", "audit_gen"} <= set(st)
 
 

@@ -16,6 +16,11 @@ def test_short_pretraining_is_bit_for_bit_reproducible(tmp_path):
     a = json.loads(run_coevo("pretrain", "--role", "solver", "--steps", "8", "--out", str(tmp_path / "a"), "-q").stdout)
     b = json.loads(run_coevo("pretrain", "--role", "solver", "--steps", "8", "--out", str(tmp_path / "b"), "-q").stdout)
     assert a["solver"]["sha256_state"] == b["solver"]["sha256_state"]
+    # written as data: model.safetensors + config.json, whose tensors are what the digest covers
+    d = tmp_path / "a" / "solver.pt"
+    assert sorted(p.name for p in d.iterdir()) == ["config.json", "model.safetensors"]
+    pol = TinyPolicy.from_checkpoint("solver", d)
+    assert state_digest(pol) == a["solver"]["sha256_state"]
 
 
 def test_solver_paths_are_valid_and_varied():

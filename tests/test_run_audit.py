@@ -181,7 +181,7 @@ def test_end_to_end_rzero_run_and_audit(tmp_path, capsys):
     from coevo.backends.pretrain import train_role
 
     assets = Path(__file__).resolve().parent.parent / "coevo" / "assets"
-    if (assets / "solver.pt").is_file() and (assets / "challenger.pt").is_file():
+    if (assets / "solver.pt").exists() and (assets / "challenger.pt").exists():
         ck = assets
     else:  # tiny checkpoints (as `coevo pretrain --steps 20` writes them, minus its accuracy probe)
         ck = tmp_path / "ck"

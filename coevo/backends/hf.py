@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import math
+import shutil
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -34,6 +35,7 @@ from coevo.backends.base import STREAMS, Completion, LossConfig, SamplingParams
 from coevo.backends.tiny import completion_rows
 from coevo.backends.tokenizer import CHAT_TEMPLATE, make_char_tokenizer  # noqa: F401  (re-exported)
 from coevo.backends.tokenizer import StopOnNewText, cut_at_stop
+from coevo.checkpoint import atomic_dir, load_legacy_pickle, load_tree, load_weights_dir, save_tree
 
 _cut_at_stop = cut_at_stop  # the name tests/test_hf_backend.py imports
 
@@ -443,14 +445,23 @@ class HFPolicy:
         self.audit_calls = int(st.get("audit_calls", 0))
 
     def save(self, path: str | Path) -> None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        torch.save(self.state(), tmp)
-        tmp.replace(path)
+        """Atomic checkpoint dir: PEFT adapter (LoRA role) or save_pretrained files + trainer_state.* for load."""
+        st = {k: v for k, v in self.state().items() if k != "params" or self.base is not None}
+        atomic_dir(path, lambda d: (self._write_serving_files(d), save_tree(d, st, "trainer_state")))
+
+    def _write_serving_files(self, d: Path) -> None:
+        if self.base is None:
+            return self.model.save_pretrained(str(d), safe_serialization=True), self.tokenizer.save_pretrained(str(d))
+        for f in self.export_adapter(d / ".peft").iterdir():
+            f.replace(d / f.name)
+        shutil.rmtree(d / ".peft")
 
     def load(self, path: str | Path) -> None:
-        self.load_state(torch.load(path, map_location="cpu", weights_only=False))
+        """A checkpoint directory (``save``), or with a warning a legacy pickle file the user named."""
+        if Path(path).is_file():
+            return self.load_state(load_legacy_pickle(path))
+        st = load_tree(path, "trainer_state")  # a full model's parameters: its save_pretrained files
+        self.load_state(st if "params" in st else {**st, "params": load_weights_dir(path)})
 
     def close(self) -> None:
         """Nothing to release: the model lives as long as the object (or its SharedBase)."""

@@ -22,9 +22,10 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from coevo.backends.tiny import TinyConfig, TinyPolicy, n_params
+from coevo.backends.tiny import TinyConfig, TinyPolicy, n_params, write_tiny_checkpoint
 from coevo.backends.base import SamplingParams
 from coevo.worlds.arithmetic import LEVELS, evaluate, generate, format_question
+from coevo.checkpoint import atomic_dir
 
 ROLES = ("solver", "challenger", "synthesizer", "shared")
 
@@ -278,10 +279,9 @@ def pretrain_roles(role: str, out: Path, steps: int | None = None, seed: int = 0
         for r in roles:
             t0 = time.time()
             pol = train_role(r, seed=seed, steps=steps, quiet=quiet)
-            st = pol.state(with_optimizer=False)
-            st.pop("gen", None)
-            path = out / f"{r}.pt"
-            torch.save(st, path)
+            path = out / f"{r}.pt"  # a directory: model.safetensors + config.json (coevo.backends.tiny)
+            atomic_dir(path, lambda d, p=pol: write_tiny_checkpoint(d, p.cfg, p.model.state_dict(), p.name,
+                                                                    p.base_tag, p.updates))
             entry = {"path": str(path), "params": n_params(pol.model), "sha256_state": state_digest(pol),
                      "seconds": round(time.time() - t0, 1), "steps": steps or RECIPES[r]["steps"],
                      "stopped_at": getattr(pol, "stopped_at", None)}

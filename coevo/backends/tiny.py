@@ -14,6 +14,7 @@ stop stay in ``token_ids``, the text is cut before it, as in the HF backend), an
 """
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -24,6 +25,7 @@ import torch.nn.functional as F
 
 from coevo.backends.base import STREAMS, Completion, LossConfig, SamplingParams
 from coevo.backends.tokenizer import CharTokenizer
+from coevo.checkpoint import CheckpointError, atomic_dir, load_legacy_pickle, load_tree, save_tree
 
 
 @dataclass
@@ -379,17 +381,24 @@ class TinyPolicy:
             self.audit_gen.set_state(st["audit_gen"])
 
     def save(self, path: str | Path) -> None:
-        path = Path(path)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        torch.save(self.state(), tmp)
-        tmp.replace(path)
+        """A checkpoint directory: ``model.safetensors`` + ``config.json`` (ready to serve,
+        readable with safetensors and json alone) and ``trainer_state.{json,safetensors}``
+        (optimizer, RNG streams, reference weights), written atomically."""
+        st = self.state()
+        rest = {k: v for k, v in st.items() if k not in ("model", "cfg", "name", "base_tag", "updates")}
+        atomic_dir(path, lambda d: (write_tiny_checkpoint(d, self.cfg, st["model"], self.name, self.base_tag,
+                                                          self.updates), save_tree(d, rest, TRAINER_STATE)))
 
     def load(self, path: str | Path) -> None:
-        self.load_state(torch.load(path, map_location="cpu", weights_only=False))
+        """Load a checkpoint directory, or (with a warning) a legacy pickle file the user named."""
+        self.load_state(read_checkpoint_state(path, allow_legacy=True))
 
     @classmethod
-    def from_checkpoint(cls, name: str, path: str | Path, lr: float = 1e-4, seed: int = 0) -> "TinyPolicy":
-        st = torch.load(path, map_location="cpu", weights_only=False)
+    def from_checkpoint(cls, name: str, path: str | Path, lr: float = 1e-4, seed: int = 0,
+                        allow_legacy: bool = False) -> "TinyPolicy":
+        """Weights (and base tag) of a checkpoint; fresh optimizer and RNG streams from ``seed``.
+        ``allow_legacy``: accept an old pickle file (only for a path the user named)."""
+        st = read_checkpoint_state(path, allow_legacy=allow_legacy, weights_only=True)
         pol = cls(name, TinyConfig(**st["cfg"]), lr=lr, seed=seed)
         st = {k: v for k, v in st.items() if k not in ("opt", "gen", "audit_gen", "updates")}
         pol.load_state(st)
@@ -400,3 +409,44 @@ class TinyPolicy:
 
     def close(self) -> None:
         """Nothing to release (in-process, CPU)."""
+
+
+# ---------------------------------------------------------------------- checkpoint files
+TINY_FORMAT = "coevo-tiny"
+TRAINER_STATE = "trainer_state"
+
+
+def write_tiny_checkpoint(directory: Path, cfg: TinyConfig, weights: dict, name: str, base_tag: str,
+                          updates: int) -> None:
+    """``model.safetensors`` (the weights) + ``config.json`` (architecture, tokenizer, tags)."""
+    from safetensors.torch import save_file
+
+    save_file({k: v.detach().cpu().contiguous() for k, v in weights.items()}, str(directory / "model.safetensors"))
+    doc = {"format": TINY_FORMAT, "format_version": 1, "architecture": "TinyGPT", "config": asdict(cfg),
+           "tokenizer": {"kind": "char", "itos": CharTokenizer().itos}, "name": name, "base_tag": base_tag,
+           "updates": updates}
+    (directory / "config.json").write_text(json.dumps(doc, indent=1))
+
+
+def read_checkpoint_state(path: str | Path, allow_legacy: bool = False, weights_only: bool = False) -> dict:
+    """A tiny checkpoint as a ``TinyPolicy.state()`` dict: a checkpoint directory, or a legacy
+    pickle file when ``allow_legacy``.  ``weights_only``: skip the trainer state."""
+    from safetensors.torch import load_file
+
+    path = Path(path)
+    if path.is_file():
+        if not allow_legacy:
+            raise CheckpointError(f"{path} is a legacy pickle checkpoint; name it explicitly "
+                                  f"(backend.checkpoints.<role>=...) or convert it")
+        return load_legacy_pickle(path)
+    cfg_path = path / "config.json"
+    if not cfg_path.is_file():
+        raise CheckpointError(f"checkpoint not found: {path} (no config.json)")
+    doc = json.loads(cfg_path.read_text())
+    if doc.get("format") != TINY_FORMAT:
+        raise CheckpointError(f"{path} is not a tiny checkpoint (format {doc.get('format')!r})")
+    st = {"name": doc.get("name"), "cfg": doc["config"], "model": load_file(str(path / "model.safetensors")),
+          "updates": int(doc.get("updates", 0)), "base_tag": doc.get("base_tag", "init")}
+    if not weights_only and (path / f"{TRAINER_STATE}.json").is_file():
+        st.update(load_tree(path, TRAINER_STATE))
+    return st
