@@ -273,3 +273,43 @@ def test_legacy_pickle_state_resumes_with_one_warning_and_tiny_export(tiny_ckpts
     assert all(torch.equal(w[k], v) for k, v in load_file(str(ref / "checkpoints" / "round-1" / "solver.pt" /
                                                                  "model.safetensors")).items())
     assert json.loads((out / "config.json").read_text())["format"] == "coevo-tiny"
+
+
+@pytest.mark.slow
+def test_export_smollm2_lora_role_reproduces_the_run_policy(tmp_path):
+    """A SmolLM2-135M LoRA role after one update, saved as the runner saves round checkpoints,
+    exported by `coevo export`, loads with PeftModel.from_pretrained and gives the run policy's
+    logits to 1e-5 (CI: COEVO_REQUIRE_SMOLLM2=1 makes a missing GGUF a failure)."""
+    import os
+
+    from peft import PeftModel
+
+    from coevo.backends import smollm2
+    from coevo.backends.base import LossConfig, SamplingParams
+    from coevo.backends.roles import load_base, make_role_policies
+
+    try:
+        smollm2.find_gguf()
+    except smollm2.SmolLM2Unavailable as e:
+        if os.environ.get("COEVO_REQUIRE_SMOLLM2"):
+            raise
+        pytest.skip(f"SmolLM2 GGUF not installed ({e})")
+    cfg = {"model": "smollm2", "mode": "lora", "lr": 1e-3, "lora": {"r": 8, "alpha": 16}, "micro_batch": 4,
+           "roles": ["solver", "challenger"]}
+    so = make_role_policies(cfg)["solver"]
+    out = so.sample(["What is 2+3?"], 2, SamplingParams(temperature=1.0, max_new_tokens=8))
+    so.forward_backward(out[0], [1.0, -1.0], LossConfig())
+    so.optim_step()
+    run = tmp_path / "run"
+    so.save(run / "checkpoints" / "round-1" / "solver.pt")
+    res = _export(run, tmp_path / "adapter", "--round", "1", "--role", "solver")
+    assert res.exit_code == 0, res.output
+    ids = so.format_prompt("What is 2+3?")
+    so.model.eval()
+    so.model.set_adapter("solver")
+    want = _logits(so.model, ids)
+    base, _ = load_base({"model": "smollm2", "seed": 0, "device": "cpu", "dtype": "fp32"})
+    untrained = _logits(base.eval(), ids)
+    got = _logits(PeftModel.from_pretrained(base, str(tmp_path / "adapter")).eval(), ids)
+    assert float((got - want).abs().max()) <= 1e-5
+    assert float((want - untrained).abs().max()) > 1e-4  # the adapter carries the update
