@@ -10,6 +10,7 @@ simply overwritten when the step is re-run. Same seed ⇒ same numbers, resumed 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -167,7 +168,12 @@ def _prune_states(run_dir: Path, keep_from: int) -> None:
             continue
         try:
             if f.suffix == ".pt" and int(f.stem.split("-")[1]) < keep_from:
-                shutil.rmtree(f) if f.is_dir() else f.unlink()
+                if f.is_dir():  # renamed first: a kill mid-delete leaves a stale temp, not a broken state
+                    gone = f.with_name(f"{f.name}.old-{os.getpid()}")
+                    os.replace(f, gone)
+                    shutil.rmtree(gone)
+                else:
+                    f.unlink()
         except (ValueError, IndexError):
             pass
 

@@ -6,6 +6,7 @@ when COEVO_REQUIRE_MOUNT=1 (CI runs as root).
 """
 import errno
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -94,7 +95,14 @@ def test_disk_full_mid_run_then_resume(tmpfs, tiny_ckpts, tmp_path):
     deadline = time.monotonic() + 300
     while p.poll() is None and _completed_steps(run_dir) < 2 and time.monotonic() < deadline:
         time.sleep(0.02)
-    filler.start()  # from step 2 on, every write of the run finds the disk full
+    # pause the run, fill the disk, then let it go on: from here on every write finds the disk full
+    # (without the pause a fast run can finish before the filler has taken the space)
+    os.kill(p.pid, signal.SIGSTOP)
+    filler.start()
+    try:
+        assert filler.full.wait(120), "the filler could not fill the tmpfs"
+    finally:
+        os.kill(p.pid, signal.SIGCONT)
     try:
         _, err = p.communicate(timeout=300)
     finally:
