@@ -56,8 +56,6 @@ def recipe_info(cfg: RunConfig):
 def _tiny(name: str, asset: str, ckpt: str | None, lr: float, seed: int, grad_clip: float):
     from coevo.backends.tiny import TinyPolicy
 
-    from coevo.checkpoint import CheckpointError
-
     path = Path(ckpt) if ckpt else ASSETS / f"{asset}.pt"
     if not path.exists():
         raise RunError(f"checkpoint not found: {path} (run `coevo pretrain` to create the tiny checkpoints)")

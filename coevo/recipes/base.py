@@ -1,9 +1,8 @@
 """What every recipe provides to the runner, and the stages recipes share."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 from coevo.backends.base import LossConfig, SamplingParams
 from coevo.config import RunConfig
@@ -54,6 +53,7 @@ class RecipeBase:
 
     name = "base"
     solver_role = "solver"
+    max_turns = 4  # tool calls per episode when the world has tools (solve_sampler)
 
     def __init__(self, cfg: RunConfig, world: World, policies: dict, run_id: str, verifier) -> None:
         self.cfg, self.world, self.run_id, self.verifier = cfg, world, run_id, verifier
@@ -86,14 +86,8 @@ class RecipeBase:
                                                                     max_turns=self.max_turns)
         return None
 
-    max_turns = 4
-
     def _eval(self, spec: StepSpec, w: StepWriter) -> dict:
         acc = evaluate_solver(self.solver, self.world, self.eval_tasks, self.run_id, spec.round, spec.step, w,
                               self.verifier, greedy=self.cfg.eval.greedy, samples=self.cfg.eval.samples,
                               sampling=self.sp, sampler=self.solve_sampler())
         return {"eval": acc}
-
-
-def dumps(obj: Any) -> str:
-    return json.dumps(obj, default=float, sort_keys=True)

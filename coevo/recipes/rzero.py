@@ -21,8 +21,8 @@ from coevo.recipes.base import RecipeBase, StepSpec, round_plan
 from coevo.recipes.registry import RecipeInfo, RoleSpec
 from coevo.rewards import challenger_reward, keep_for_solver, uncertainty_reward
 from coevo.rewards.repetition import repetition_penalty
-from coevo.stages.core import propose
-from coevo.stages.group import draw_group, sampling_error_reason, update_role
+from coevo.stages.core import propose, sampling_error_reason
+from coevo.stages.group import draw_group, update_role
 from coevo.worlds.base import Task
 
 
@@ -81,7 +81,9 @@ class RZeroRecipe(RecipeBase):
 
     # ------------------------------------------------------------------ shared pieces
     def _vote(self, spec: StepSpec, tasks: list[Task], purpose: str, w: StepWriter):
-        """m solver answers per task, majority vote, verdict rows vs pseudo-label and oracle."""
+        """m solver answers per task, majority vote, verdict rows vs pseudo-label and oracle.
+        Returns the votes and, per task, the oracle's verdict value on its label (the verdict of
+        an answer equal to the label: the label is one of the answers; None without an oracle)."""
         ctx = self.ctx(spec)
         truths = [self.world.oracle(t) for t in tasks] if self.world.has_oracle else None
         g = draw_group(ctx, self.solver, tasks, self.cfg.rzero.m, self.sp, purpose, {"oracle": truths})
@@ -95,7 +97,12 @@ class RZeroRecipe(RecipeBase):
                                               self.verifier.kind, self.verifier.version))
         w.extend(g.rows)
         w.add("verdicts", label_rows)
-        return votes
+        label_verdicts = [None] * len(tasks)
+        if "oracle" in g.verdicts:
+            for j, vote in enumerate(votes):
+                label_verdicts[j] = next((v.value for a, v in zip(g.answers[j], g.verdicts["oracle"][j])
+                                          if vote.label is not None and a == vote.label), None)
+        return votes, label_verdicts
 
     def _task_row(self, spec, p, task_id, source, **extra) -> dict:
         t = p.task
@@ -113,7 +120,7 @@ class RZeroRecipe(RecipeBase):
         comp: list[dict[str, Any]] = [{"format_ok": False, "reason": p.parsed.reason} for p in props]
         if valid:
             tasks = [props[i].task for i in valid]
-            votes = self._vote(spec, tasks, "p_hat", w)
+            votes, _ = self._vote(spec, tasks, "p_hat", w)
             p_hat = np.array([v.p_hat for v in votes])
             qs = [self.world.repetition_text(t.question) for t in tasks]
             r_rep = repetition_penalty(qs, lam=rz.rep_lambda, threshold=rz.rep_threshold, linkage=rz.rep_linkage,
@@ -140,11 +147,11 @@ class RZeroRecipe(RecipeBase):
         props = propose(self.challenger, self.world, rz.n_candidates, 1, self.sp, id_prefix=f"s{spec.step}",
                         seed=self.cfg.seed + spec.step)
         valid = [p for p in props if p.parsed.ok]
-        votes = self._vote(spec, [p.task for p in valid], "candidate", w) if valid else []
-        rows, dataset, kept_tasks, kept_labels = [], [], [], []
-        vote_of = {id(p): v for p, v in zip(valid, votes)}
+        votes, label_verdicts = self._vote(spec, [p.task for p in valid], "candidate", w) if valid else ([], [])
+        rows, dataset, kept_verdicts = [], [], []
+        vote_of = {id(p): (v, lv) for p, v, lv in zip(valid, votes, label_verdicts)}
         for i, p in enumerate(props):
-            v = vote_of.get(id(p))
+            v, label_verdict = vote_of.get(id(p), (None, None))
             task_id = p.task.task_id if p.task else f"s{spec.step}-{i}-0"
             kept = bool(v is not None and v.label is not None and keep_for_solver(v.p_hat, rz.delta))
             rows.append(self._task_row(spec, p, task_id, "candidate", pseudo_label=v.label if v else None,
@@ -153,23 +160,14 @@ class RZeroRecipe(RecipeBase):
                 t = p.task
                 dataset.append({"task_id": t.task_id, "question": t.question, "label": v.label,
                                 "difficulty": t.meta.get("difficulty")})
-                kept_tasks.append(t)
-                kept_labels.append(v.label)
+                kept_verdicts.append(label_verdict)
         w.add("tasks", rows)
-        accuracy = self._label_accuracy(kept_tasks, kept_labels)
+        est = pseudo_label_accuracy(kept_verdicts)  # the oracle's verdicts on the kept labels
         self.rng.shuffle(dataset)
         self.dataset, self.cursor = dataset, 0
         return {"n_candidates": len(props), "n_valid": len(valid), "n_kept": len(dataset),
                 "kept_fraction": len(dataset) / max(len(valid), 1),
-                "pseudo_label_accuracy": accuracy}
-
-    def _label_accuracy(self, tasks: list[Task], labels: list) -> float | None:
-        """Oracle accuracy of the kept pseudo-labels (through the verifier)."""
-        if not self.world.has_oracle or not tasks:
-            return None
-        verdicts = self.verifier.match_many([(lab, self.world.oracle(t)) for t, lab in zip(tasks, labels)])
-        est = pseudo_label_accuracy([v.value for v in verdicts])
-        return est.value if est.n else None
+                "pseudo_label_accuracy": est.value if est.n else None}
 
     def _solver(self, spec: StepSpec, w: StepWriter) -> dict:
         rz = self.cfg.rzero

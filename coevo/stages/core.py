@@ -26,6 +26,14 @@ class Proposal:
         return self.parsed.task
 
 
+def sampling_error_reason(c: Completion) -> str:
+    """Why a completion has no answer or task: the backend failed to sample it (its error,
+    cut to 300 characters), or the text has none."""
+    if c.finish_reason == "error":
+        return f"sampling-error: {str(c.meta.get('error', ''))[:300]}"
+    return "no-answer"
+
+
 def propose(proposer: Policy, world: World, n_prompts: int, group: int, sampling: SamplingParams,
             id_prefix: str, seed: int = 0) -> list[Proposal]:
     """Sample ``group`` proposals for each of ``n_prompts`` proposer prompts and parse them."""
@@ -35,7 +43,7 @@ def propose(proposer: Policy, world: World, n_prompts: int, group: int, sampling
     for g, comps in enumerate(outs):
         for k, c in enumerate(comps):
             if c.finish_reason == "error":  # the backend failed to sample it (reason in meta)
-                parsed = ParseResult(None, f"sampling-error: {str(c.meta.get('error', ''))[:300]}")
+                parsed = ParseResult(None, sampling_error_reason(c))
             else:
                 parsed = world.parse_task(full_text(c), f"{id_prefix}-{g}-{k}")
             props.append(Proposal(c, parsed, g))

@@ -14,7 +14,7 @@ import numpy as np
 from coevo.backends.base import Completion, LossConfig, Policy, SamplingParams
 from coevo.ledger.rows import reward_row, rollout_row, update_row, verdict_row_of
 from coevo.rl.grpo import group_advantages
-from coevo.stages.core import grpo_update, solve, to_groups
+from coevo.stages.core import grpo_update, sampling_error_reason, solve, to_groups
 from coevo.worlds.base import Task, World
 
 
@@ -29,13 +29,6 @@ class StepContext:
     verifier: object  # match_many / majority_votes (coevo.stages.equivalence)
     loss: LossConfig
     advantage_scale: str = "group"
-
-
-def sampling_error_reason(c: Completion) -> str:
-    """Why a rollout has no answer: the backend failed to sample it, or the text has none."""
-    if c.finish_reason == "error":
-        return f"sampling-error: {str(c.meta.get('error', ''))[:300]}"
-    return "no-answer"
 
 
 @dataclass

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
-from coevo.worlds.base import ParseResult, Task
+from coevo.worlds.base import ParseResult, last_question, Task
 
 LEVELS = ("L1", "L2", "L3", "L4", "L5")
 PROPOSER_PROMPT = "<propose>"
@@ -34,7 +34,6 @@ SYNTH_PROMPT = "<synth>"
 SOLVE_PREFIX = "<solve>"
 MAX_EXPR_CHARS = 24
 _EXPR_RE = re.compile(r"^\d{1,3}(?:[+\-*]\d{1,3}){1,3}$")
-_QUESTION_RE = re.compile(r"<question>(.*?)</question>", re.S)
 _FINAL_RE = re.compile(r"(?:^|=)\s*(-?\d{1,7})\s*$")
 
 
@@ -112,12 +111,9 @@ class ArithmeticWorld:
 
     def parse_task(self, text: str, task_id: str) -> ParseResult:
         """Last ``<question>…</question>`` block (as R-Zero), then a shape check."""
-        blocks = _QUESTION_RE.findall(text)
-        if not blocks:
-            return ParseResult(None, "no-question-tag")
-        q = blocks[-1].strip()
-        if not q:
-            return ParseResult(None, "empty-question")
+        q, reason = last_question(text)
+        if q is None:
+            return ParseResult(None, reason)
         if len(q) > MAX_EXPR_CHARS or not _EXPR_RE.match(q):
             return ParseResult(None, "not-an-expression")
         return ParseResult(Task(task_id=task_id, question=q, meta={"difficulty": level_of(q)}))

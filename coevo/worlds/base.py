@@ -5,6 +5,7 @@ no oracle), later ``facts`` (corpus with source ids + retriever) and criteria ba
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, Sequence
 
@@ -28,6 +29,19 @@ class ParseResult:
     @property
     def ok(self) -> bool:
         return self.task is not None
+
+
+_QUESTION_BLOCK = re.compile(r"<question>(.*?)</question>", re.S)
+
+
+def last_question(text: str) -> tuple[str | None, str]:
+    """The last ``<question>…</question>`` block of a proposal, stripped (R-Zero's rule), or
+    (None, reason): ``no-question-tag`` or ``empty-question``."""
+    blocks = _QUESTION_BLOCK.findall(text or "")
+    if not blocks:
+        return None, "no-question-tag"
+    q = blocks[-1].strip()
+    return (q, "") if q else (None, "empty-question")
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from coevo.verify.latex import boxed, last_boxed, normalize_math  # noqa: F401 (re-exported)
-from coevo.worlds.base import ParseResult, ResponseFormat, Task
+from coevo.worlds.base import ParseResult, last_question, ResponseFormat, Task
 
 DIFFICULTY_LINE = "Aim for a difficulty such that fewer than 30 % of advanced high-school students could solve it. "
 CHALLENGER_SYSTEM_TEMPLATE = (
@@ -90,7 +90,6 @@ FEWSHOT_QUESTION_ENDS = ("</question>", "\n\n", "<answer>", "Answer:", "\\boxed"
 _ANSWER_IS_RE = re.compile(r"answer\s*(?:is|:|=)\s*\$?\s*(-?\d[\d,]*(?:\.\d+)?)", re.IGNORECASE)
 
 SAMPLE_EVAL = Path(__file__).resolve().parent.parent / "data" / "eval_sample_math.jsonl"
-_QUESTION_RE = re.compile(r"<question>(.*?)</question>", re.DOTALL)
 
 
 class MathWorld:
@@ -148,12 +147,9 @@ class MathWorld:
     def parse_task(self, text: str, task_id: str) -> ParseResult:
         if self.prompt_style == "fewshot":
             return self._parse_fewshot(text or "", task_id)
-        blocks = _QUESTION_RE.findall(text or "")
-        if not blocks:
-            return ParseResult(None, "no-question-tag")
-        q = blocks[-1].strip()
-        if not q:
-            return ParseResult(None, "empty-question")
+        q, reason = last_question(text)
+        if q is None:
+            return ParseResult(None, reason)
         tail = text[text.rfind("</question>"):]
         return ParseResult(Task(task_id=task_id, question=q, reference=last_boxed(tail), meta={"difficulty": "generated"}))
 

@@ -24,16 +24,15 @@ import hashlib
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import ClassVar, Sequence
 
-from coevo.worlds.base import ParseResult, ResponseFormat, Task
+from coevo.worlds.base import ParseResult, last_question, ResponseFormat, Task
 
 PROPOSER_PROMPT = "<propose>"
 SOLVE_PREFIX = "<solve>"
 TOOL_OPEN, TOOL_CLOSE = "(", ")"
 ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
 N_KEYS = 100
-_QUESTION_RE = re.compile(r"<question>(.*?)</question>", re.S)
 _TASK_RE = re.compile(r"^(\d{1,2})(?:\+(\d{1,2}))?$")
 _CALL_RE = re.compile(r"\((\d{1,2})\)$")
 _ANSWER_RE = re.compile(r"<answer>\s*(-?\d{1,4})\s*(?:</answer>|$)")
@@ -56,6 +55,7 @@ class ScriptedToolWorld:
     name: str = "scripted"
     prompt_version: str = "scripted-v1"
     has_oracle: bool = True
+    verifier_kind: ClassVar[str] = "integer"  # answer checks: integer equality (coevo.verify KINDS)
     table: list[int] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -67,12 +67,9 @@ class ScriptedToolWorld:
 
     def parse_task(self, text: str, task_id: str) -> ParseResult:
         """Last ``<question>K</question>`` or ``<question>K+N</question>`` block."""
-        blocks = _QUESTION_RE.findall(text)
-        if not blocks:
-            return ParseResult(None, "no-question-tag")
-        q = blocks[-1].strip()
-        if not q:
-            return ParseResult(None, "empty-question")
+        q, reason = last_question(text)
+        if q is None:
+            return ParseResult(None, reason)
         m = _TASK_RE.match(q)
         if not m:
             return ParseResult(None, "not-a-lookup")
@@ -105,12 +102,10 @@ class ScriptedToolWorld:
         return str(int(found[-1])) if found else None
 
     def equivalent(self, a: str | None, b: str | None) -> bool:
-        if a is None or b is None:
-            return False
-        try:
-            return int(a) == int(b)
-        except ValueError:
-            return False
+        """The ``integer`` verifier kind's check, as the arithmetic world's."""
+        from coevo.verify.verifiers import check_integer
+
+        return check_integer(a, b).value == 1
 
     def repetition_text(self, question: str) -> str:
         return " ".join(re.findall(r"\d+|\+", question))
