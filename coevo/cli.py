@@ -5,13 +5,12 @@ Heavy modules are imported inside commands so ``coevo --help`` stays instant.
 """
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.console import Console
+
+from coevo.cli_common import UserError, console, emit_json, fail  # noqa: F401 - re-exported
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Self-evolving proposer-solver training with honest reward accounting.")
@@ -21,21 +20,6 @@ doubt_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Human 
 app.add_typer(bench_app, name="bench")
 app.add_typer(reanalyze_app, name="reanalyze")
 app.add_typer(doubt_app, name="doubt")
-
-console = Console(stderr=True)
-
-
-class UserError(Exception):
-    """An error the user can fix; printed as one line, exit status 2."""
-
-
-def fail(msg: str) -> None:
-    console.print(f"[bold red]error:[/] {msg}", highlight=False)
-    raise typer.Exit(2)
-
-
-def emit_json(obj) -> None:
-    sys.stdout.write(json.dumps(obj, indent=2, default=float) + "\n")
 
 
 @app.command()
@@ -287,6 +271,15 @@ def export_cmd(
     except CheckpointError as e:
         fail(str(e))
     console.print(f"wrote {out} ({kind})")
+
+
+def _register_commands() -> None:
+    from coevo.commands import register_all
+
+    register_all({"main": app, "bench": bench_app, "reanalyze": reanalyze_app, "doubt": doubt_app})
+
+
+_register_commands()
 
 
 def main() -> None:  # pragma: no cover
