@@ -1,0 +1,145 @@
+"""`coevo certify`: the zero-training certificate of a frozen model on a task pool (seed 000 step 1)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from coevo.cli_common import UserError, console, emit_json, fail
+
+
+def _arithmetic_tasks(n: int, seed: int, levels: str):
+    import random
+
+    from coevo.worlds.arithmetic import LEVELS, evaluate, generate, task_id_for
+    from coevo.worlds.base import Task
+
+    want = [lv.strip() for lv in levels.split(",") if lv.strip()]
+    bad = [lv for lv in want if lv not in LEVELS]
+    if bad or not want:
+        raise UserError(f"--levels must name arithmetic levels ({', '.join(LEVELS)}), got {levels!r}")
+    rng = random.Random(seed)
+    tasks = []
+    for i in range(n):
+        lv = want[i % len(want)]
+        q = generate(lv, rng)
+        tasks.append(Task(task_id=task_id_for(q, f"certify{i}"), question=q, reference=str(evaluate(q)),
+                          meta={"difficulty": lv}))
+    return tasks
+
+
+def _policy(model: str, world_name: str, device: str, server: list[str], seed: int):
+    if model == "tiny":
+        if world_name != "arithmetic":
+            raise UserError("--model tiny is the shipped arithmetic solver: use --world arithmetic")
+        from coevo.backends.tiny import TinyPolicy
+        from coevo.runner import ASSETS
+
+        return TinyPolicy.from_checkpoint("solver", ASSETS / "solver.pt", lr=1e-4, seed=seed)
+    try:
+        from coevo.backends.roles import make_role_policies
+    except ImportError as e:
+        raise UserError(f"the hf extra is needed for --model {model} (pip install -e '.[hf]'): {e}") from None
+    cfg = {"model": model, "roles": ["solver"], "mode": "lora", "device": device, "lora": {"r": 16, "alpha": 32}}
+    if server:
+        cfg.update(backend="openai", servers=list(server), adapter_dir=str(Path(".coevo-eval-adapters")))
+    return make_role_policies(cfg)["solver"]
+
+
+def _world(name: str, prompt_style: str):
+    if name == "arithmetic":
+        from coevo.worlds.arithmetic import ArithmeticWorld
+
+        return ArithmeticWorld()
+    if name == "math":
+        from coevo.worlds.math import MathWorld
+
+        try:
+            return MathWorld(prompt_style=prompt_style, answer_extraction="lenient")
+        except ValueError as e:
+            raise UserError(str(e)) from None
+    raise UserError(f"--world must be math or arithmetic, got {name!r}")
+
+
+def _truth(policy, world, tasks, verifier, n: int, sp) -> list[float]:
+    """Plug-in pass rate per task from ``n`` extra audit-stream samples."""
+    from coevo.worlds.base import role_sampling
+
+    sp = role_sampling(world, "solver", sp)
+    p = []
+    for a in range(0, len(tasks), 16):
+        part = tasks[a:a + 16]
+        groups = policy.sample([world.solver_prompt(t) for t in part], n, sp)
+        pairs = [(world.extract_answer(c.text), t.reference) for t, g in zip(part, groups) for c in g]
+        vals = [v.value == 1 for v in verifier.match_many(pairs)]
+        p.extend(sum(vals[i * n:(i + 1) * n]) / n for i in range(len(part)))
+    return p
+
+
+def register(apps: dict) -> None:
+    @apps["main"].command("certify")
+    def certify_cmd(
+        tasks_file: Optional[Path] = typer.Argument(None, help="JSONL with question + answer per line (omit with --arithmetic N)."),
+        model: str = typer.Option("tiny", "--model", "-m", help="tiny (shipped arithmetic solver) | smollm2 | local HF dir."),
+        world: str = typer.Option("arithmetic", "--world", help="arithmetic | math (prompts, answer extraction, verifier)."),
+        arithmetic: int = typer.Option(0, "--arithmetic", help="Generate N arithmetic tasks instead of a file."),
+        levels: str = typer.Option("L3", "--levels", help="Arithmetic levels of generated tasks, comma-separated."),
+        k: int = typer.Option(4, "--k", help="Rollouts per group (screen and confirm)."),
+        batch: int = typer.Option(32, "--batch", help="Tasks per batch for the batch bootstrap."),
+        truth_samples: int = typer.Option(0, "--truth-samples", help="Also estimate each task's pass rate from N extra samples."),
+        temperature: float = typer.Option(1.0, help="Sampling temperature."),
+        top_p: float = typer.Option(1.0, help="Top-p."),
+        max_new_tokens: int = typer.Option(64, help="Completion length limit."),
+        prompt_style: str = typer.Option("fewshot", help="math world: rzero | fewshot."),
+        limit: Optional[int] = typer.Option(None, help="Only the first N tasks of the file."),
+        device: str = typer.Option("cpu", help="cpu | cuda"),
+        server: List[str] = typer.Option([], "--server", help="OpenAI-compatible server(s) to sample from."),
+        seed: int = typer.Option(0),
+        html_out: Optional[Path] = typer.Option(None, "--html", help="Also write the certificate as HTML."),
+        as_json: bool = typer.Option(True, "--json/--no-json"),
+    ):
+        """Zero-training certificate: screen/confirm groups with a frozen model, kappa-bar with intervals,
+        the null-model fit error, nu-bar and P1's verdict."""
+        from coevo.audit.certify import CertifyError, certify
+        from coevo.backends.base import SamplingParams
+        from coevo.stages.equivalence import make_run_verifier
+        from coevo.verify.pool import default_pool
+
+        try:
+            if (tasks_file is None) == (arithmetic <= 0):
+                raise UserError("give a TASKS.jsonl file or --arithmetic N (one of the two)")
+            w = _world("arithmetic" if arithmetic else world, prompt_style)
+            if arithmetic:
+                tasks = _arithmetic_tasks(arithmetic, seed, levels)
+            else:
+                from coevo.worlds.math import load_jsonl_tasks
+
+                if not tasks_file.is_file():
+                    raise UserError(f"tasks file not found: {tasks_file}")
+                try:
+                    tasks = load_jsonl_tasks(tasks_file)[:limit] if limit else load_jsonl_tasks(tasks_file)
+                except ValueError as e:
+                    raise UserError(str(e)) from None
+            pol = _policy(model, w.name, device, server, seed)
+            verifier = make_run_verifier(None, None, w, pool=default_pool())
+            sp = SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, stream="audit")
+            truth = _truth(pol, w, tasks, verifier, truth_samples, sp) if truth_samples > 0 else None
+            cert = certify(pol, w, tasks, verifier, k=k, sampling=sp, batch=batch, truth_p=truth, seed=seed,
+                           progress=None if as_json else console.print)
+        except (UserError, CertifyError) as e:
+            fail(str(e))
+        except Exception as e:  # noqa: BLE001 - model loading etc. become one line
+            fail(f"{type(e).__name__}: {e}")
+        if truth is not None:
+            cert["truth"]["estimated_from_samples"] = truth_samples
+        if html_out is not None:
+            from coevo.report.certify import certificate_html
+
+            html_out.write_text(certificate_html(cert))
+        if as_json:
+            emit_json(cert)
+        else:
+            kb = cert["kappa_bar"]
+            console.print(f"kappa-bar {kb['value']:.3f} [{kb['ci_low']:.3f}, {kb['ci_high']:.3f}] n={kb['n']}; "
+                          f"null-model fit error {cert['null_model']['fit_error']:.4f}; P1: {cert['p1']['verdict']}")
