@@ -108,3 +108,14 @@ def test_criteria_scores_clipping_and_edge_cases():
         criteria_scores([1, 1], [1])
     with pytest.raises(ValueError):
         criteria_scores([-1], [1])
+
+
+def test_keep_in_band_is_rzero_code_filter_3_to_7_of_9():
+    """R-Zero's code: 9 answers, keep 0.3 <= score <= 0.8 -> 3..7 of 9 (question_evaluate/upload.py)."""
+    from coevo.rewards import keep_in_band
+
+    p = np.arange(10) / 9
+    assert np.nonzero(keep_in_band(p))[0].tolist() == [3, 4, 5, 6, 7]
+    assert keep_in_band(0.3) is True and keep_in_band(0.8) is True and keep_in_band(0.81) is False
+    with pytest.raises(ValueError):
+        keep_in_band(0.5, 0.8, 0.3)

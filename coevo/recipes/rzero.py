@@ -11,7 +11,7 @@ import random
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from coevo.audit.instruments import pseudo_label_accuracy
 from coevo.config import Strict
@@ -19,7 +19,7 @@ from coevo.ledger.rows import dumps, task_row, verdict_row
 from coevo.ledger.store import StepWriter
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan
 from coevo.recipes.registry import RecipeInfo, RoleSpec
-from coevo.rewards import challenger_reward, keep_for_solver, uncertainty_reward
+from coevo.rewards import challenger_reward, keep_for_solver, keep_in_band, uncertainty_reward
 from coevo.rewards.repetition import repetition_penalty
 from coevo.stages.core import propose, sampling_error_reason
 from coevo.stages.group import draw_group, update_role
@@ -41,8 +41,20 @@ class RZeroConfig(Strict):
     format_failure_reward: float = Field(0.0, description="reward of a malformed question (paper 0, code -1)")
     n_candidates: int = Field(512, ge=1, description="N candidate questions per round for the solver dataset")
     delta: float = Field(0.25, ge=0, le=0.5, description="keep |p_hat - 1/2| <= delta")
+    solver_filter: Literal["paper", "reference"] = Field(
+        "paper", description="solver-dataset filter: paper = m answers, keep |p_hat - 1/2| <= delta; reference = "
+                             "R-Zero's code: filter_samples answers (9), keep filter_band[0] <= p_hat <= filter_band[1]")
+    filter_samples: int = Field(9, ge=1, description="answers per candidate under solver_filter=reference (code: 9)")
+    filter_band: tuple[float, float] = Field((0.3, 0.8), description="kept p_hat band under solver_filter=reference")
     solver_prompts: int = Field(32, ge=1, description="questions per Solver step")
     solver_group: int = Field(5, ge=1, description="Solver rollouts per question (GRPO group)")
+
+    @field_validator("filter_band")
+    @classmethod
+    def _band(cls, v: tuple[float, float]) -> tuple[float, float]:
+        if not 0 <= v[0] <= v[1] <= 1:
+            raise ValueError(f"needs 0 <= low <= high <= 1, got {list(v)}")
+        return v
 
 
 RECIPES = {"rzero": RecipeInfo(
@@ -80,13 +92,19 @@ class RZeroRecipe(RecipeBase):
         self.rng.setstate(st["rng"])
 
     # ------------------------------------------------------------------ shared pieces
-    def _vote(self, spec: StepSpec, tasks: list[Task], purpose: str, w: StepWriter):
+    def _keep(self, p_hat: float) -> bool:
+        rz = self.cfg.rzero
+        if rz.solver_filter == "reference":
+            return bool(keep_in_band(p_hat, *rz.filter_band))
+        return bool(keep_for_solver(p_hat, rz.delta))
+
+    def _vote(self, spec: StepSpec, tasks: list[Task], purpose: str, w: StepWriter, m: int | None = None):
         """m solver answers per task, majority vote, verdict rows vs pseudo-label and oracle.
         Returns the votes and, per task, the oracle's verdict value on its label (the verdict of
         an answer equal to the label: the label is one of the answers; None without an oracle)."""
         ctx = self.ctx(spec)
         truths = [self.world.oracle(t) for t in tasks] if self.world.has_oracle else None
-        g = draw_group(ctx, self.solver, tasks, self.cfg.rzero.m, self.sp, purpose, {"oracle": truths})
+        g = draw_group(ctx, self.solver, tasks, m or self.cfg.rzero.m, self.sp, purpose, {"oracle": truths})
         votes = self.verifier.majority_votes(g.answers)
         label_rows = []
         for j, (t, vote) in enumerate(zip(tasks, votes)):
@@ -147,13 +165,14 @@ class RZeroRecipe(RecipeBase):
         props = propose(self.challenger, self.world, rz.n_candidates, 1, self.sp, id_prefix=f"s{spec.step}",
                         seed=self.cfg.seed + spec.step)
         valid = [p for p in props if p.parsed.ok]
-        votes, label_verdicts = self._vote(spec, [p.task for p in valid], "candidate", w) if valid else ([], [])
+        m = rz.filter_samples if rz.solver_filter == "reference" else rz.m
+        votes, label_verdicts = self._vote(spec, [p.task for p in valid], "candidate", w, m) if valid else ([], [])
         rows, dataset, kept_verdicts = [], [], []
         vote_of = {id(p): (v, lv) for p, v, lv in zip(valid, votes, label_verdicts)}
         for i, p in enumerate(props):
             v, label_verdict = vote_of.get(id(p), (None, None))
             task_id = p.task.task_id if p.task else f"s{spec.step}-{i}-0"
-            kept = bool(v is not None and v.label is not None and keep_for_solver(v.p_hat, rz.delta))
+            kept = bool(v is not None and v.label is not None and self._keep(v.p_hat))
             rows.append(self._task_row(spec, p, task_id, "candidate", pseudo_label=v.label if v else None,
                                        p_hat=v.p_hat if v else None, kept=kept, meta_json=None))
             if kept:

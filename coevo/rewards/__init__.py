@@ -7,6 +7,7 @@ from coevo.rewards.formulas import (
     criteria_scores,
     crossfit_reward,
     keep_for_solver,
+    keep_in_band,
     quality_gate,
     rgbc_reward,
     synco_reward,
@@ -16,6 +17,6 @@ from coevo.rewards.formulas import (
 
 __all__ = [
     "teachability", "quality_gate", "synco_reward", "rgbc_reward", "advantage_magnitude",
-    "uncertainty_reward", "challenger_reward", "keep_for_solver", "crossfit_reward",
+    "uncertainty_reward", "challenger_reward", "keep_for_solver", "keep_in_band", "crossfit_reward",
     "criteria_scores", "UNCERTAINTY_VARIANTS", "CROSSFIT_OUTSIDE",
 ]

@@ -133,6 +133,22 @@ def challenger_reward(p_hat, r_rep, variant: str = "paper"):
     return float(r) if r.ndim == 0 else r
 
 
+def keep_in_band(p_hat, low: float = 0.3, high: float = 0.8):
+    """R-Zero's *code* solver-dataset filter: keep iff low <= p_hat <= high (both ends included).
+
+    ``question_evaluate/upload.py`` in the R-Zero repository keeps ``min_score <= score <=
+    max_score`` with ``--min_score 0.3 --max_score 0.8`` (``scripts/solver_train.sh``), where
+    ``score`` is the majority share of ``--num_samples 9`` answers (``question_evaluate/evaluate.py``):
+    3..7 of 9 are kept. The paper states |p_hat - 1/2| <= delta over m = 10 (:func:`keep_for_solver`).
+    A 1e-9 tolerance absorbs float error.
+    """
+    if not 0 <= low <= high <= 1:
+        raise ValueError(f"need 0 <= low <= high <= 1, got [{low}, {high}]")
+    a, s = _arr(p_hat)
+    keep = (a >= low - 1e-9) & (a <= high + 1e-9)
+    return bool(keep) if s else keep
+
+
 def keep_for_solver(p_hat, delta: float = 0.25):
     """R-Zero solver-dataset filter: keep iff |p_hat - 1/2| <= delta.
 

@@ -1,0 +1,296 @@
+"""Reward functions verl loads through ``custom_reward_function.path`` / ``.name`` (docs/verl.md).
+
+verl (``verl/trainer/ppo/reward.py``, ``get_custom_reward_fn``) imports ``name`` from the file at
+``path`` and calls it with ``custom_reward_function.reward_kwargs`` merged into the call's keyword
+arguments. Two call shapes:
+
+* per sample (``reward_model.reward_manager=naive``, ``verl/workers/reward_manager/naive.py``, and
+  the reward loop ``verl/experimental/reward_loop/reward_manager/naive.py``):
+  ``compute_score(data_source=..., solution_str=..., ground_truth=..., extra_info=...)``
+  -> ``compute_score`` here (the Solver: answer vs ground truth / pseudo-label);
+* batched (``reward_model.reward_manager=batch``, ``verl/workers/reward_manager/batch.py``):
+  ``fn(data_sources=..., solution_strs=..., ground_truths=..., extra_infos=...)`` -> a list ->
+  ``compute_challenger_scores`` (R-Zero Challenger: uncertainty - repetition over the batch) and
+  ``compute_teachability_scores`` (SynCo / RGBC Synthesizer: teachability of a solver group).
+
+Each returns a float-valued dict with ``"score"`` (verl's reward) plus extra fields that verl
+logs and dumps. The formulas are coevo's (``coevo.rewards``), every answer check goes through
+coevo's verifier pool (``coevo.integrations.common.build_verifier``), and each call appends its
+rows to this process's ledger part under ``ledger=`` / ``$COEVO_LEDGER`` (none: no rows), buffered
+(``flush_rows=``, ``flush_s=``; see coevo/integrations/common.py).
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from coevo.integrations.common import (
+    LEDGER_ENV, as_reference, build_verifier, extract_answer, part_writer, rollout_row_of, task_row_of,
+)
+from coevo.ledger.rows import dumps, reward_row, verdict_row, verdict_row_of
+
+__all__ = ["compute_score", "compute_challenger_scores", "compute_teachability_scores", "STEP_ENV"]
+
+STEP_ENV = "COEVO_STEP"
+VERSION = "verl"  # policy version recorded on adapter rows (verl does not pass one)
+_CALLS = {"batch": 0}
+
+
+# ---------------------------------------------------------------------- small shared pieces
+def _writer(ledger: Optional[str], kw: dict):
+    root = ledger or os.environ.get(LEDGER_ENV)
+    if not root:
+        return None
+    return part_writer(Path(root), int(kw.get("flush_rows", 2048)), float(kw.get("flush_s", 30.0)))
+
+
+def _step(extra: Optional[dict], step: Optional[int], fallback: int) -> int:
+    """The training step of a row: ``step`` kwarg, ``extra_info['global_step' | 'step']``, ``$COEVO_STEP``,
+    else ``fallback`` (0 per sample; the batched functions' call number in this process)."""
+    for v in (step, (extra or {}).get("global_step"), (extra or {}).get("step"), os.environ.get(STEP_ENV)):
+        if v is not None:
+            try:
+                return int(v)
+            except (TypeError, ValueError):
+                continue
+    return fallback
+
+
+def _task_id(data_source: Any, extra: dict, ground_truth: Any) -> str:
+    """``data_source:index`` (verl's preprocessing writes ``extra_info.index``), else a hash of the
+    question, else of the ground truth (the samples of one prompt share it)."""
+    if extra.get("index") is not None:
+        return f"{data_source}:{extra['index']}"
+    key = extra.get("question") or ground_truth or ""
+    return f"{data_source}:q{hashlib.sha1(str(key).encode()).hexdigest()[:12]}"
+
+
+def _verifier(kw: dict):
+    return build_verifier(kw.get("verifier", "math"), kw.get("verifier_options"), kw.get("verify_workers"),
+                          kw.get("timeout_s"))
+
+
+def _answers(extra: dict, key: str, extract: str) -> Optional[list]:
+    """Solver answers of one item: ``extra[key]`` (already extracted answers) or ``extra[key
+    with 'answers' -> 'outputs']`` (raw solver texts, extracted here); None when absent."""
+    if isinstance(extra.get(key), (list, tuple)):
+        return [None if a is None else str(a) for a in extra[key]]
+    raw = extra.get(key.replace("answers", "outputs"))
+    if isinstance(raw, (list, tuple)):
+        return [extract_answer(t, extract) for t in raw]
+    return None
+
+
+def _solver_fn(ref: Optional[str]) -> Optional[Callable]:
+    """``"package.module:function"`` -> function(questions) -> one list of raw solver outputs each."""
+    if not ref:
+        return None
+    mod, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(mod), attr)
+
+
+# ---------------------------------------------------------------------- per sample: the Solver
+def compute_score(data_source, solution_str, ground_truth, extra_info=None, *, ledger: Optional[str] = None,
+                  target: str = "oracle", extract: str = "auto", abstain_score: float = 0.0,
+                  step: Optional[int] = None, **kwargs) -> dict:
+    """R-Zero Solver reward (SPEC §1): 1 if the answer in ``solution_str`` matches ``ground_truth``
+    under coevo's verifier (``verifier=`` kind, ``math`` by default), else 0; an abstention (timeout,
+    unparsable ...) scores ``abstain_score``. ``target``: ``oracle`` (ground_truth is a trusted
+    reference: the rollout joins an oracle-judged group) or ``pseudo_label`` (a majority-vote label,
+    as R-Zero's Solver data; ``extra_info['oracle_answer']`` then adds an oracle verdict).
+    Returns ``{"score", "acc", "coevo_verdict"}`` (verdict 1 / 0 / -1 = abstained)."""
+    if target not in ("oracle", "pseudo_label"):
+        raise ValueError(f"target must be oracle or pseudo_label, got {target!r}")
+    extra = dict(extra_info or {})
+    rv = _verifier(kwargs)
+    answer = extract_answer(solution_str, extract)
+    ref = as_reference(ground_truth)
+    oracle = as_reference(extra.get("oracle_answer")) if target == "pseudo_label" else None
+    pairs = [(answer, ref)] + ([(answer, oracle)] if oracle is not None else [])
+    verdicts = rv.match_many(pairs)
+    v = verdicts[0]
+    score = float(v.value) if v.value is not None else float(abstain_score)
+    w = _writer(ledger, kwargs)
+    if w is not None:
+        s = _step(extra, step, 0)
+        tid = _task_id(data_source, extra, ref)
+        rid = w.next_id()
+        purpose = "p_hat" if target == "oracle" else "train"
+        rows = {"tasks": [task_row_of(w.part, 1, s, tid, "verl", extra.get("question"), ref, prompt_version="verl",
+                                      parse_ok=True, oracle_answer=ref if target == "oracle" else oracle,
+                                      pseudo_label=ref if target == "pseudo_label" else None,
+                                      meta_json=dumps({"data_source": str(data_source)}))],
+                "rollouts": [rollout_row_of(w.part, 1, s, rid, tid, "solver", purpose, 0, solution_str, answer, VERSION)],
+                "verdicts": [verdict_row_of(w.part, s, rid, tid, target, v)]
+                + [verdict_row_of(w.part, s, rid, tid, "oracle", x) for x in verdicts[1:]],
+                "rewards": [reward_row(w.part, s, "solver", rid, tid, score, 0.0, {"verdict_reason": v.reason})]}
+        rows["rewards"][0]["advantage"] = None  # verl computes the advantage, not this function
+        w.write(rows)
+    return {"score": score, "acc": score, "coevo_verdict": -1 if v.value is None else int(v.value)}
+
+
+# ---------------------------------------------------------------------- batched: the R-Zero Challenger
+def compute_challenger_scores(data_sources: Sequence, solution_strs: Sequence[str], ground_truths: Sequence,
+                              extra_infos: Sequence[dict], *, ledger: Optional[str] = None,
+                              uncertainty_variant: str = "paper", rep_lambda: float = 1.0,
+                              rep_threshold: float = 0.5, rep_linkage: str = "average",
+                              bleu_direction: str = "symmetric", format_failure_reward: float = 0.0,
+                              answers_key: str = "solver_answers", solver_fn: Optional[str] = None,
+                              extract: str = "auto", step: Optional[int] = None, **kwargs) -> list[dict]:
+    """R-Zero Challenger reward (seed 002, SPEC §1) of a batch of Challenger outputs:
+    r = max(0, r_unc(p_hat) - r_rep) with p_hat the majority-vote share of the question's solver
+    answers (``extra_info[answers_key]`` or ``[... 'outputs']``, else ``solver_fn(questions)``)
+    and r_rep = lambda |C|/B over the batch's BLEU clusters (B = the whole batch, as R-Zero's
+    code); a question that fails to parse gets ``format_failure_reward`` (paper 0, R-Zero code -1).
+    Same formulas and options as ``coevo.recipes.rzero`` (``uncertainty_variant``, ``rep_*``,
+    ``bleu_direction``)."""
+    from coevo.rewards import challenger_reward, uncertainty_reward
+    from coevo.rewards.repetition import repetition_penalty
+    from coevo.worlds.math import MathWorld
+
+    _CALLS["batch"] += 1
+    world, n = MathWorld(), len(solution_strs)
+    extras = [dict(e or {}) for e in extra_infos]
+    parsed = [world.parse_task(t or "", f"q{i}") for i, t in enumerate(solution_strs)]
+    valid = [i for i, p in enumerate(parsed) if p.ok]
+    answers = {i: _answers(extras[i], answers_key, extract) for i in valid}
+    missing = [i for i in valid if answers[i] is None]
+    fn = _solver_fn(solver_fn)
+    if missing and fn is not None:
+        for i, outs in zip(missing, fn([parsed[i].task.question for i in missing])):
+            answers[i] = [extract_answer(t, extract) for t in outs]
+    rv = _verifier(kwargs)
+    votes = rv.majority_votes([answers[i] or [] for i in valid])
+    out = [{"score": float(format_failure_reward), "p_hat": 0.0, "r_unc": 0.0, "r_rep": 0.0, "format_ok": 0.0}
+           for _ in range(n)]
+    if valid:
+        p_hat = np.array([v.p_hat for v in votes])
+        qs = [world.repetition_text(parsed[i].task.question) for i in valid]
+        r_rep = repetition_penalty(qs, lam=rep_lambda, threshold=rep_threshold, linkage=rep_linkage,
+                                   direction=bleu_direction) * (len(qs) / n)  # B = the whole batch
+        r_unc = uncertainty_reward(p_hat, uncertainty_variant)
+        r = challenger_reward(p_hat, r_rep, uncertainty_variant)
+        for j, i in enumerate(valid):
+            out[i] = {"score": float(r[j]), "p_hat": float(p_hat[j]), "r_unc": float(r_unc[j]),
+                      "r_rep": float(r_rep[j]), "format_ok": 1.0}
+    w = _writer(ledger, kwargs)
+    if w is not None:
+        s = _step(extras[0] if extras else None, step, _CALLS["batch"])
+        w.write(_challenger_rows(w, s, data_sources, solution_strs, parsed, answers, dict(zip(valid, votes)), out, rv),
+                flush=True)
+    return out
+
+
+def _challenger_rows(w, s: int, data_sources, texts, parsed, answers: dict, votes: dict, out: list, rv) -> dict:
+    rows: dict[str, list] = {"tasks": [], "rollouts": [], "verdicts": [], "rewards": []}
+    call = w.next_id()
+    for i, p in enumerate(parsed):
+        tid = f"{call}-q{i}"
+        vote = votes.get(i)
+        o = out[i]
+        comp = ({"format_ok": True, "p_hat": o["p_hat"], "r_unc": o["r_unc"], "r_rep": o["r_rep"],
+                 "pseudo_label": vote.label, "n_answers": len(answers.get(i) or [])} if vote is not None
+                else {"format_ok": False, "reason": p.reason})
+        rows["tasks"].append(task_row_of(w.part, 1, s, tid, "challenger", p.task.question if p.ok else None,
+                                         p.task.reference if p.ok else None, raw_text=texts[i], parse_reason=p.reason,
+                                         parse_ok=p.ok, prompt_version="verl", pseudo_label=comp.get("pseudo_label"),
+                                         p_hat=comp.get("p_hat"), meta_json=dumps({"data_source": str(data_sources[i])})))
+        rows["rewards"].append(reward_row(w.part, s, "challenger", tid, tid, o["score"], 0.0, comp))
+        rows["rewards"][-1]["advantage"] = None
+        for k, a in enumerate(answers.get(i) or []):
+            rid = f"{tid}-p_hat-{k}"
+            rows["rollouts"].append(rollout_row_of(w.part, 1, s, rid, tid, "solver", "p_hat", k, None, a, VERSION))
+            rows["verdicts"].append(verdict_row(w.part, s, rid, tid, "pseudo_label", 1 if vote.agree[k] else 0,
+                                                "" if a is not None else "no-answer", rv.kind, rv.version))
+    return rows
+
+
+# ---------------------------------------------------------------------- batched: SynCo / RGBC Synthesizer
+def compute_teachability_scores(data_sources: Sequence, solution_strs: Sequence[str], ground_truths: Sequence,
+                                extra_infos: Sequence[dict], *, ledger: Optional[str] = None, arm: str = "synco",
+                                omega0: float = 0.2, answers_key: str = "solver_answers",
+                                confirm_key: str = "confirm_answers", format_failure_reward: float = 0.0,
+                                extract: str = "auto", step: Optional[int] = None, **kwargs) -> list[dict]:
+    """SynCo / RGBC Synthesizer reward (seed 000, SPEC §2) of a batch of Synthesizer outputs
+    (``<question>…</question>`` then the reference ``\\boxed{}``): mu = share of the screen group's
+    solver answers (``extra_info[answers_key]``) that the verifier matches to the reference (an
+    abstention counts as not matching); the confirm group (``extra_info[confirm_key]``) gives
+    mu_confirm; ``coevo.rewards.arms.synthesizer_arm_reward(arm, ...)`` with the gates' scores from
+    ``extra_info['quality' | 'reliability']`` (default 1). A question without a reference gets
+    ``format_failure_reward``."""
+    from coevo.rewards.arms import ArmFacts, synthesizer_arm_reward
+    from coevo.worlds.math import MathWorld
+
+    _CALLS["batch"] += 1
+    world, rv = MathWorld(), _verifier(kwargs)
+    extras = [dict(e or {}) for e in extra_infos]
+    parsed = [world.parse_task(t or "", f"q{i}") for i, t in enumerate(solution_strs)]
+    groups = {}
+    for i, p in enumerate(parsed):
+        if p.ok and p.task.reference is not None:
+            groups[i] = {g: _answers(extras[i], key, extract) for g, key in (("screen", answers_key),
+                                                                            ("confirm", confirm_key))}
+    pairs, where = [], []
+    for i, gs in groups.items():
+        for g, ans in gs.items():
+            for k, a in enumerate(ans or []):
+                pairs.append((a, parsed[i].task.reference))
+                where.append((i, g, k))
+    verdicts = rv.match_many(pairs)
+    vals: dict = {}
+    for (i, g, k), v in zip(where, verdicts):
+        vals.setdefault((i, g), []).append(v)
+    out, facts = [], {}
+    for i in range(len(parsed)):
+        scr = vals.get((i, "screen"))
+        if i not in groups or not scr:
+            out.append({"score": float(format_failure_reward), "mu": 0.0, "format_ok": 0.0})
+            continue
+        conf = vals.get((i, "confirm"))
+        mu1 = sum(v.value == 1 for v in scr) / len(scr)
+        mu2 = sum(v.value == 1 for v in conf) / len(conf) if conf else None
+        f = ArmFacts(quality=float(extras[i].get("quality", 1.0)), reliability=float(extras[i].get("reliability", 1.0)),
+                     mu_screen=mu1, mu_confirm=mu2, feeds=True)
+        r, comp = synthesizer_arm_reward(arm, f, omega0)
+        facts[i] = (f, comp)
+        out.append({"score": float(r), "mu": float(mu1), "format_ok": 1.0})
+    w = _writer(ledger, kwargs)
+    if w is not None:
+        s = _step(extras[0] if extras else None, step, _CALLS["batch"])
+        w.write(_teach_rows(w, s, arm, solution_strs, parsed, groups, vals, facts, out), flush=True)
+    return out
+
+
+def _teach_rows(w, s: int, arm: str, texts, parsed, groups: dict, vals: dict, facts: dict, out: list) -> dict:
+    rows: dict[str, list] = {"tasks": [], "rollouts": [], "verdicts": [], "rewards": [], "task_stats": []}
+    call = w.next_id()
+    for i, p in enumerate(parsed):
+        tid = f"{call}-q{i}"
+        t = p.task if p.ok else None
+        rows["tasks"].append(task_row_of(w.part, 1, s, tid, "synthesizer", t.question if t else None,
+                                         t.reference if t else None, raw_text=texts[i], parse_reason=p.reason,
+                                         parse_ok=p.ok, prompt_version="verl"))
+        comp = dict(facts[i][1]) if i in facts else {"rejected": "no question or no reference answer"}
+        rows["rewards"].append(reward_row(w.part, s, "synthesizer", tid, tid, out[i]["score"], 0.0, comp))
+        rows["rewards"][-1]["advantage"] = None
+        if i not in facts:
+            continue
+        for g, ans in groups[i].items():
+            for k, (a, v) in enumerate(zip(ans or [], vals.get((i, g), []))):
+                rid = f"{tid}-{g}-{k}"
+                rows["rollouts"].append(rollout_row_of(w.part, 1, s, rid, tid, "solver", g, k, None, a, VERSION))
+                rows["verdicts"].append(verdict_row_of(w.part, s, rid, tid, "reference", v))
+        f = facts[i][0]
+        k1, k2 = len(vals[(i, "screen")]), len(vals.get((i, "confirm")) or [])
+        mt = f.mu_screen if f.mu_confirm is None else (f.mu_screen + f.mu_confirm) / 2.0
+        rows["task_stats"].append({"run_id": w.part, "task_id": tid, "round": 1, "step": s, "arm": arm,
+                                   "validator_ok": True, "k_screen": k1, "mu_screen": f.mu_screen,
+                                   "k_confirm": k2 or None, "mu_confirm": f.mu_confirm,
+                                   "kappa": None if f.mu_confirm is None else int(0 < f.mu_confirm < 1),
+                                   "mu_tilde": mt, "reward": out[i]["score"], "proposer_answer": t.reference})
+    return rows
