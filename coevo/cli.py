@@ -24,14 +24,18 @@ app.add_typer(doubt_app, name="doubt")
 
 @app.command()
 def run(
-    preset: str = typer.Option("cpu", "--preset", "-p", help="Preset name (cpu, paper, smollm2-cpu) or a YAML file."),
+    preset: Optional[str] = typer.Option(None, "--preset", "-p", help="Preset name (cpu, paper, smollm2-cpu, drzero, "
+                                         "...) or a YAML file; default: the preset named after --recipe, else cpu."),
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config merged over the preset."),
     set_: List[str] = typer.Option([], "--set", "-s", help="Override, key=value (dotted keys), repeatable."),
-    recipe: Optional[str] = typer.Option(None, "--recipe", help="rzero | synco | rgbc (shortcut for --set recipe=...)."),
+    recipe: Optional[str] = typer.Option(None, "--recipe", help="rzero | synco | rgbc | drzero | crossfit | msv+crossfit "
+                                                                "(shortcut for --set recipe=...)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<recipe>-<timestamp>)."),
     resume: Optional[Path] = typer.Option(None, "--resume", help="Continue a run directory from its last completed step."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
     force: bool = typer.Option(False, "--force", help="Run a preset on a backend it is not meant for."),
+    executor: Optional[str] = typer.Option(None, "--executor", help="local | ray (shortcut for --set executor.kind=...)."),
+    address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address, host:port (executor.address)."),
 ):
     """Co-evolve a proposer and a solver; writes a run directory with ledger, checkpoints, summary and report."""
     from coevo.config import ConfigError, check_intended_backend, load_config
@@ -46,6 +50,13 @@ def run(
         overrides = list(set_)
         if recipe:
             overrides.append(f"recipe={recipe}")
+        if executor:
+            overrides.append(f"executor.kind={executor}")
+        if address:
+            overrides.append(f"executor.address={address!r}")
+        if preset is None:  # --recipe X alone: the preset named X when there is one (drzero, crossfit, ...)
+            from coevo.config import PRESET_DIR
+            preset = recipe if recipe and (PRESET_DIR / f"{recipe}.yaml").is_file() else "cpu"
         cfg = load_config(preset, config, overrides)
         if not force:
             check_intended_backend(cfg)
@@ -56,7 +67,7 @@ def run(
 
 @app.command()
 def pretrain(
-    role: str = typer.Option("all", help="solver | challenger | synthesizer | all"),
+    role: str = typer.Option("all", help="solver | challenger | synthesizer | shared | facts_solver | facts_proposer | all (arithmetic + facts) | criteria_student | criteria_experts | criteria_expert_units | criteria_expert_arith"),
     out: Path = typer.Option(Path("coevo/assets"), help="Where to write the checkpoints."),
     steps: Optional[int] = typer.Option(None, help="Override the number of training steps (for tests)."),
     seed: int = typer.Option(0),

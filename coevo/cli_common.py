@@ -18,7 +18,9 @@ class UserError(Exception):
 
 
 def fail(msg: str) -> None:
-    console.print(f"[bold red]error:[/] {msg}", highlight=False)
+    from rich.markup import escape
+
+    console.print(f"[bold red]error:[/] {escape(str(msg))}", highlight=False)  # msg is plain text, never markup
     raise typer.Exit(2)
 
 

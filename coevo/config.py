@@ -137,6 +137,29 @@ class VerifyConfig(Strict):
         return v
 
 
+class TrackingConfig(Strict):
+    """Per-step metrics also written to experiment trackers (coevo/tracking.py, docs/tracking.md);
+    the ledger stays the record: a tracker that fails prints one warning and the run goes on."""
+    tensorboard: bool = Field(True, description="TensorBoard event files in RUN/tensorboard/ (tensorboardX)")
+    wandb: bool = Field(False, description="W&B, offline only (WANDB_MODE=offline), files under RUN/wandb/")
+    wandb_project: str = Field("coevo", min_length=1)
+    audit_instruments: bool = Field(True, description="also the audit's per-step instruments (audit/...)")
+
+
+class ExecutorConfig(Strict):
+    """Where verification and sampling run (coevo/executors, docs/cluster.md); same numbers either way."""
+    kind: Literal["local", "ray"] = Field("local", description="local: this machine; ray: Ray actors")
+    address: Optional[str] = Field(None, description="ray: cluster address (host:port or 'auto'); None = "
+                                                     "start a Ray instance on this machine")
+    local_cpus: Optional[int] = Field(None, ge=1, description="ray without address: CPUs of that instance")
+    verify_actors: Optional[int] = Field(None, ge=1, description="ray: verifier actors (None = cluster CPUs "
+                                                                 "/ workers_per_actor)")
+    workers_per_actor: int = Field(1, ge=1, description="ray: killable verifier processes per actor (its CPUs)")
+    sample_replicas: bool = Field(True, description="ray: tiny policies sample on replica actors")
+    replica_cpus: float = Field(0.0, ge=0, description="ray: CPUs reserved by each sampling replica")
+    start_timeout_s: float = Field(120.0, gt=0, description="ray: wait this long for actors to be placed")
+
+
 class RunConfig(Strict):
     """Core sections here; each recipe's own sections (``rzero``, ``synco``, ``rgbc``, ...) are
     pydantic models declared by the recipe (``RecipeInfo.sections``), validated by
@@ -157,6 +180,8 @@ class RunConfig(Strict):
     loss: LossSection = Field(default_factory=LossSection)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
 
 
 def available_presets() -> list[str]:

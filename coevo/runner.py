@@ -25,6 +25,7 @@ from coevo.config import ConfigError, RunConfig, build_config, dump_config
 from coevo.ledger import views
 from coevo.ledger.store import Ledger, LedgerError
 from coevo.runlock import LOCK_NAME, disk_trouble, writer_guard
+from coevo.tracking import open_tracker
 
 ASSETS = Path(__file__).parent / "assets"
 
@@ -213,6 +214,7 @@ def resume_run(run_dir: Path, quiet: bool = False) -> Path:
 
 
 def _execute(cfg: RunConfig, run_dir: Path, fresh: bool, quiet: bool) -> None:
+    from coevo.executors import ExecutorError, make_executor
     from coevo.stages.equivalence import run_verifier_from_config
 
     torch.set_num_threads(cfg.backend.threads)
@@ -220,6 +222,11 @@ def _execute(cfg: RunConfig, run_dir: Path, fresh: bool, quiet: bool) -> None:
     info = recipe_info(cfg)
     world = make_world(cfg)
     policies = make_policies(cfg, run_dir, info)
+    try:  # where verification and sampling run (executor.kind: local | ray, coevo/executors)
+        executor = make_executor(cfg)
+        policies = executor.wrap_policies(policies)
+    except ExecutorError as e:
+        raise RunError(str(e)) from None
     try:
         led = Ledger(run_dir / "ledger.duckdb")
     except LedgerError as e:
@@ -232,10 +239,7 @@ def _execute(cfg: RunConfig, run_dir: Path, fresh: bool, quiet: bool) -> None:
                                  "coevo_version": __version__}])
         else:
             run_id = views.run_info(led)["run_id"]
-        if cfg.verify.workers > 0:
-            from coevo.verify.pool import VerifierPool
-
-            pool = VerifierPool(workers=cfg.verify.workers, timeout_s=cfg.verify.timeout_s)
+        pool = executor.verifier_pool(cfg.verify)  # None: verify.workers = 0 (in-process)
         verifier = run_verifier_from_config(cfg.verify, world, pool, led)
         recipe = make_recipe(cfg, world, policies, run_id, verifier, info)
         plan = recipe.plan()
@@ -243,7 +247,11 @@ def _execute(cfg: RunConfig, run_dir: Path, fresh: bool, quiet: bool) -> None:
         if last >= 0:
             _load_state(run_dir, last, policies, recipe)
         todo = [s for s in plan if s.step > last]
-        _loop(cfg, run_dir, led, run_id, recipe, policies, todo, len(plan), quiet)
+        tracker = open_tracker(cfg, run_dir, led, run_id)  # TensorBoard / W&B copies of committed steps
+        try:
+            _loop(cfg, run_dir, led, run_id, recipe, policies, todo, len(plan), quiet, tracker)
+        finally:
+            tracker.close()
         summary = build_summary(led, run_id, cfg)
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     finally:
@@ -253,6 +261,7 @@ def _execute(cfg: RunConfig, run_dir: Path, fresh: bool, quiet: bool) -> None:
         for p in distinct_policies(policies):
             if hasattr(p, "close"):  # openai backend: HTTP client and request threads
                 p.close()
+        executor.close()
     try:
         from coevo.report.html import write_report
 
@@ -263,8 +272,10 @@ def _execute(cfg: RunConfig, run_dir: Path, fresh: bool, quiet: bool) -> None:
         print_round_table(summary, run_dir)
 
 
-def _loop(cfg, run_dir, led, run_id, recipe, policies, todo, total, quiet) -> None:
+def _loop(cfg, run_dir, led, run_id, recipe, policies, todo, total, quiet, tracker=None) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from coevo import timing  # per-stage seconds of each step (steps.stage_seconds_json)
 
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[info]}"), disable=quiet, transient=False) as bar:
@@ -274,14 +285,16 @@ def _loop(cfg, run_dir, led, run_id, recipe, policies, todo, total, quiet) -> No
             bar.update(task, description=f"round {spec.round} {spec.phase} {spec.phase_step + 1}")
             seen = [len(getattr(p, "errors", None) or []) for p in uniq]
             try:
-                with led.step(run_id, spec.step, spec.round, spec.phase, spec.phase_step) as w:
-                    metrics = recipe.run_step(spec, w)
+                with timing.record(), led.step(run_id, spec.step, spec.round, spec.phase, spec.phase_step) as w:
+                    with timing.stage("reward"):  # the recipe's own work, less the shared stages inside it
+                        metrics = recipe.run_step(spec, w)
                     errs = [e for p, n in zip(uniq, seen) for e in (getattr(p, "errors", None) or [])[n:]]
                     if errs:  # inference-server failures of this step, with their reasons (openai backend)
                         metrics["backend_errors"] = {"n": len(errs), "first": errs[:5]}
                     w.metrics = metrics
                     w.versions = {role: p.version for role, p in policies.items()}
-                    _save_state(run_dir, spec.step, policies, recipe)
+                    with timing.stage("state"):
+                        _save_state(run_dir, spec.step, policies, recipe)
             except BackendError as e:
                 raise RunError(f"step {spec.step} (round {spec.round} {spec.phase}) failed: {e}. Nothing of this "
                                f"step was written; the steps before it are saved: fix the cause, then "
@@ -293,6 +306,8 @@ def _loop(cfg, run_dir, led, run_id, recipe, policies, todo, total, quiet) -> No
                 raise RunError(f"step {spec.step} (round {spec.round} {spec.phase}) not saved: {msg}; the steps "
                                f"before it are saved: free space, then `coevo run --resume {run_dir}`") from None
             _prune_states(run_dir, spec.step)
+            if tracker is not None:  # after the commit: never raises, the ledger stays the record
+                tracker.sync(led, run_id)
             if spec.phase == "eval" and spec.round > 0:
                 ck = run_dir / "checkpoints" / f"round-{spec.round}"
                 ck.mkdir(parents=True, exist_ok=True)
@@ -329,10 +344,19 @@ def _metric_value(v):
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def recipe_columns(steps: list[dict], round_: int, columns) -> dict:
-    """Per-round means of the recipe's summary columns over its steps' metrics (None if absent)."""
+def recipe_columns(steps: list[dict], round_: int, columns, whole_only: bool = False) -> dict:
+    """Per-round means of the recipe's summary columns over its steps' metrics (None if absent).
+    An estimate measured once per round (a metric dict with ``"scope": "round"``, e.g. the Dr. Zero
+    recipes' ``false_agreement``) is kept whole: ``{value, se, n, ...}``."""
     out = {}
     for col in columns:
+        whole = [s["metrics"][col] for s in steps if s["round"] == round_ and s["phase"] != "eval"
+                 and isinstance(s["metrics"].get(col), dict) and s["metrics"][col].get("scope") == "round"]
+        if len(whole) == 1:
+            out[col] = {k: v for k, v in whole[0].items() if k != "scope"}
+            continue
+        if whole_only:
+            continue
         vals = [_metric_value(s["metrics"].get(col)) for s in steps if s["round"] == round_ and s["phase"] != "eval"]
         vals = [v for v in vals if v is not None]
         out[col] = sum(vals) / len(vals) if vals else None
@@ -346,6 +370,9 @@ def build_summary(led: Ledger, run_id: str, cfg: RunConfig) -> dict:
     for r in views.rounds_completed(led, run_id):
         row = views.round_row(led, run_id, r)
         for col, v in recipe_columns(steps, r, [c for c in columns if c not in row]).items():
+            row[col] = v
+        for col, v in recipe_columns(steps, r, [c for c in columns if c in row and row[c] is None],
+                                     whole_only=True).items():  # a round estimate where the ledger view has none
             row[col] = v
         rounds.append(row)
     init = views.eval_accuracy(led, run_id, 0)
@@ -388,7 +415,7 @@ def print_round_table(summary: dict, run_dir: Path) -> None:
     diffs = list(summary["eval_n_by_difficulty"])
     for col in ["round", "acc", *diffs, *[SHORT_NAMES.get(c, c) for c in cols], "rollouts"]:
         t.add_column(col, justify="right", no_wrap=True)
-    fmt = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
+    fmt = lambda x: "-" if _metric_value(x) is None else f"{_metric_value(x):.3f}"  # noqa: E731 (a dict: its value)
     init = summary["initial_solver_eval_accuracy"] or {"overall": None, "by_difficulty": {}}
     t.add_row("0", fmt(init["overall"]), *[fmt(init["by_difficulty"].get(d)) for d in diffs],
               *["-"] * len(cols), "-")

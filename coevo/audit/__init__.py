@@ -3,6 +3,7 @@
 The CLI entry points (``reanalyze``, ``simulate``) live in their own modules and are not
 imported here, so ``import coevo.audit`` stays light.
 """
+from coevo.audit.false_agreement import false_agreement_from_flags, false_agreement_summary
 from coevo.audit.instruments import (
     answer_mode,
     abstention_share,
@@ -48,5 +49,6 @@ __all__ = [
     "bearing_indicator", "bearing_rate", "kappa_indicator", "kappa_bar", "answer_mode", "nu_indicators", "nu_bar",
     "lag_values", "lag_bar", "estimate_dict", "pseudo_label_accuracy", "false_agreement_mass", "abstention_share",
     "solver_majority", "screen_confirm_metrics", "screen_confirm_truth",
+    "false_agreement_from_flags", "false_agreement_summary",  # false_agreement(): import it from the module
     "top_quartile_enrichment", "enrichment_se", "seed_range",
 ]

@@ -4,7 +4,8 @@ Another module wires these to the DuckDB ledger; here everything is numpy in, ``
 (value, se, ci_low/ci_high, n, extras) out. Sources: seed 000 §核心思路 and §技术路线
 (bearing rate, kappa-bar, nu-bar and the reference-in-doubt bucket, lag, top-quartile
 enrichment, seed-to-seed range), seed 002 (pseudo-label accuracy), seed 004 §二.1 (FF),
-seed 001 §推论一 (abstention share phi stratified by r~).
+seed 001 §推论一 (abstention share phi stratified by r~). FF itself (and the solver-majority rule) is
+defined in ``coevo.audit.false_agreement`` and re-exported here.
 """
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from coevo.audit.false_agreement import NOT_PROPOSER, false_agreement_mass, is_known, solver_majority
 from coevo.audit.stats import Z95, Estimate, batch_bootstrap_ci, binomial_se, clustered_se, interval_estimate
 
 __all__ = [
     "bearing_indicator", "bearing_rate", "kappa_indicator", "kappa_bar", "answer_mode", "nu_indicators", "nu_bar",
     "lag_values", "lag_bar", "estimate_dict", "solver_majority",
     "pseudo_label_accuracy", "false_agreement_mass", "abstention_share",
-    "top_quartile_enrichment", "enrichment_se", "seed_range",
+    "top_quartile_enrichment", "enrichment_se", "seed_range", "NOT_PROPOSER",
 ]
 
 
@@ -178,18 +180,9 @@ def _mean_estimate(x: np.ndarray, extra: dict) -> Estimate:
     return Estimate(v, se, lo, hi, n, extra)
 
 
-def _valid_key(x) -> bool:
-    if x is None:
-        return False
-    try:
-        return not np.isnan(x)
-    except TypeError:
-        return True
-
-
 def _judged(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
     """The mask of judged values (None/NaN left out) and the judged values as a 0/1 array."""
-    ok = np.array([_valid_key(v) for v in values], dtype=bool)
+    ok = np.array([is_known(v) for v in values], dtype=bool)
     return ok, np.array([float(bool(v)) for v, k in zip(values, ok) if k], dtype=float)
 
 
@@ -211,48 +204,6 @@ def pseudo_label_accuracy(verdicts: Sequence[Any], batches=None, tasks=None) -> 
         return _proportion(x, n_unjudged=n_out)
     t = None if tasks is None else np.asarray(tasks, dtype=object)[ok]
     return interval_estimate(x, np.asarray(batches)[ok], t, n_unjudged=n_out)
-
-
-NOT_PROPOSER = ("<not the proposer's answer>",)  # a solver majority known to differ from the proposer's answer
-
-
-def solver_majority(mode_answer: Any, mu_screen: Any, proposer_answer: Any) -> Any:
-    """The solver's majority answer to a task with a proposer (reference) answer, from what the ledger holds.
-
-    The 2K-answer mode where it was recorded; else from the screen group's share mu of answers matching
-    the proposer's: mu > 1/2 -> the proposer's answer is the majority; mu = 0 -> ``NOT_PROPOSER``;
-    0 < mu <= 1/2 without a recorded mode, or no screen group (rejected before any solve) -> None (unknown).
-    """
-    if _valid_key(mode_answer):
-        return mode_answer
-    if not _valid_key(mu_screen):
-        return None
-    if mu_screen > 0.5:
-        return proposer_answer
-    return NOT_PROPOSER if mu_screen == 0 else None
-
-
-def false_agreement_mass(proposer_answers: Sequence[Any], majority: Sequence[Any],
-                         truth: Sequence[Any], batches=None) -> Estimate:
-    """False-agreement mass FF: share of audited tasks where the proposer's answer equals the solver
-    majority and both differ from the truth (SPEC §4; seed 004 §二.1: 4B 6.1%, 9B 8.8% at round 3).
-
-    Needs an oracle: a task whose truth or solver majority is unknown (None/NaN; see
-    :func:`solver_majority`) is not audited (``n_unaudited``). Answers are compared as normalised keys
-    (the arithmetic world's canonical integers). ``extra["agreement_rate"]``: share of audited tasks
-    where proposer and solver agree at all. ``batches`` as in :func:`pseudo_label_accuracy`.
-    """
-    if not (len(proposer_answers) == len(majority) == len(truth)):
-        raise ValueError("inputs must have the same length")
-    ok = [_valid_key(t) and _valid_key(m) for t, m in zip(truth, majority)]
-    rows = [(p, s, t) for (p, s, t), k in zip(zip(proposer_answers, majority, truth), ok) if k]
-    ff = np.array([_valid_key(p) and p == s and p != t for p, s, t in rows], dtype=float)
-    agree = np.array([_valid_key(p) and p == s for p, s, _ in rows], dtype=float)
-    extra = {"n_unaudited": len(truth) - len(rows),
-             "agreement_rate": float(agree.mean()) if agree.size else float("nan")}
-    if batches is None:
-        return _proportion(ff, **extra)
-    return interval_estimate(ff, np.asarray(batches)[np.array(ok, dtype=bool)], **extra)
 
 
 def abstention_share(w_abstained, w_total, r_tilde, r=None,

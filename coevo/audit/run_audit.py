@@ -14,8 +14,9 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from coevo.audit.false_agreement import answers_equivalent, false_agreement_from_flags
 from coevo.audit.instruments import (
-    abstention_share, bearing_indicator, false_agreement_mass, kappa_bar, kappa_indicator, lag_bar,
+    abstention_share, bearing_indicator, kappa_bar, kappa_indicator, lag_bar,
     lag_values, nu_indicators, pseudo_label_accuracy, seed_range, solver_majority, top_quartile_enrichment,
 )
 from coevo.audit.nullmodel import invert_null_model, null_fit_error, null_model_shares
@@ -257,24 +258,24 @@ def _ff(ts: Optional[dict], recipe: str) -> dict:
     if ts is None:
         return _na(label, f"recipe {recipe!r} has no proposer answer: the Challenger writes only a question, so "
                    "'proposer answer = solver majority != truth' is undefined (its label IS the solver majority)")
-    pa, mode, oracle, rc = ts["proposer_answer"], ts["mode_answer"], ts["oracle_answer"], ts["reference_correct"]
-    truth = []
-    for p, o, r in zip(pa, oracle, rc):
-        if o is not None:
-            truth.append(o)
-        elif r is not None and p is not None:  # no oracle string, but the reference was judged
-            truth.append(p if r else ("<not:", p))
-        else:
-            truth.append(None)
+    pa, oracle, rc = ts["proposer_answer"], ts["oracle_answer"], ts["reference_correct"]
     if not any(p is not None for p in pa):
         return _na(label, "task_stats.proposer_answer is NULL everywhere (no proposer answer recorded)")
-    if all(t is None for t in truth):
+    n = len(pa)
+    recorded = ts.get("solver_agrees") or [None] * n
+    derived = [solver_majority(m, s, p) for m, s, p in zip(ts["mode_answer"], ts["mu_screen"], pa)]
+    agree = [a if a is not None else (None if m is None else int(answers_equivalent(p, m)))
+             for a, m, p in zip(recorded, derived, pa)]
+    correct = [bool(r) if r is not None else (None if o is None or p is None else p == o)
+               for r, o, p in zip(rc, oracle, pa)]
+    if all(c is None for c in correct):
         return _na(label, "no truth for any task (no oracle answer, reference_correct NULL)")
-    majority = [solver_majority(m, s, p) for m, s, p in zip(mode, ts["mu_screen"], pa)]
-    e = false_agreement_mass(pa, majority, truth, batches=float_array(ts["step"]).astype(int))
-    return _ok(label, e, "task_stats.proposer_answer (Synthesizer reference); solver majority: mode_answer, else "
-               "from mu_screen (> 1/2: the reference; 0: not it; otherwise unknown, not audited); "
-               "tasks.oracle_answer (else reference_correct)", "batch bootstrap (steps)")
+    e = false_agreement_from_flags(agree, correct, batches=float_array(ts["step"]).astype(int),
+                                   n_recorded_majority=sum(a is not None for a in recorded))
+    return _ok(label, e, "task_stats: solver_agrees (the run verifier: solver majority over every screened task, "
+               "mu_1 = 1 included, matches proposer_answer; ledgers without it: mode_answer, else mu_screen > 1/2 -> "
+               "the reference, 0 -> not it, otherwise unknown) AND NOT reference_correct (else proposer_answer "
+               "!= tasks.oracle_answer); coevo.audit.false_agreement", "batch bootstrap (steps)")
 
 
 def _phi(d: dict) -> dict:

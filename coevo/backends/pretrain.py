@@ -266,10 +266,14 @@ def state_digest(pol: TinyPolicy) -> str:
 
 
 def pretrain_roles(role: str, out: Path, steps: int | None = None, seed: int = 0, quiet: bool = False) -> dict:
-    roles = ROLES if role == "all" else (role,)
+    from coevo.backends import pretrain_facts as PF  # the facts world's search agents
+    from coevo.backends import pretrain_criteria as PC  # the criteria world's student and experts (not in "all")
+
+    roles = ROLES + PF.FACTS_ROLES if role == "all" else PC.expand_roles(role)
     for r in roles:
-        if r not in ROLES:
-            raise PretrainError(f"unknown role {r!r}; expected one of {', '.join(ROLES)} or all")
+        if r not in ROLES + PF.FACTS_ROLES + PC.CRITERIA_ROLES:
+            known = ROLES + PF.FACTS_ROLES + PC.CRITERIA_ROLES + tuple(PC.CRITERIA_GROUPS)
+            raise PretrainError(f"unknown role {r!r}; expected one of {', '.join(known)} or all")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     prev = torch.get_num_threads()
@@ -278,15 +282,21 @@ def pretrain_roles(role: str, out: Path, steps: int | None = None, seed: int = 0
     try:
         for r in roles:
             t0 = time.time()
-            pol = train_role(r, seed=seed, steps=steps, quiet=quiet)
+            train = (PF.train_facts_role if r in PF.FACTS_ROLES else
+                     PC.train_criteria_role if r in PC.CRITERIA_ROLES else train_role)
+            pol = train(r, seed=seed, steps=steps, quiet=quiet)
             path = out / f"{r}.pt"  # a directory: model.safetensors + config.json (coevo.backends.tiny)
             atomic_dir(path, lambda d, p=pol: write_tiny_checkpoint(d, p.cfg, p.model.state_dict(), p.name,
                                                                     p.base_tag, p.updates))
             entry = {"path": str(path), "params": n_params(pol.model), "sha256_state": state_digest(pol),
-                     "seconds": round(time.time() - t0, 1), "steps": steps or RECIPES[r]["steps"],
+                     "seconds": round(time.time() - t0, 1), "steps": steps or {**RECIPES, **PF.FACTS_RECIPES, **PC.RECIPES}[r]["steps"],
                      "stopped_at": getattr(pol, "stopped_at", None)}
             if r in ("solver", "shared"):
                 entry["greedy_accuracy_by_level"] = solver_accuracy(pol)
+            elif r in PF.FACTS_ROLES:
+                entry.update(PF.facts_diagnostics(r, pol))
+            elif r in PC.CRITERIA_ROLES:
+                entry.update(PC.criteria_diagnostics(r, pol))
             info[r] = entry
             info_path = out / "pretrain_info.json"
             prev_info = json.loads(info_path.read_text()) if info_path.is_file() else {}

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from coevo.backends.base import STREAMS, Completion, LossConfig, SamplingParams
 from coevo.backends.tokenizer import CharTokenizer
 from coevo.checkpoint import CheckpointError, atomic_dir, load_legacy_pickle, load_tree, save_tree
+from coevo.timing import model_compute, stage
 
 
 @dataclass
@@ -35,6 +36,30 @@ class TinyConfig:
     n_layer: int = 4
     n_head: int = 4
     n_embd: int = 128
+
+
+class KVCache:
+    """Keys and values of one block, preallocated for ``capacity`` positions (prompt + new
+    tokens): each step writes its slice in place instead of growing the cache by
+    ``torch.cat`` (which copied the whole cache every token).  ``extend`` returns views of
+    the filled part, holding the same values the concatenation held."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity, self.n = capacity, 0
+        self.k: torch.Tensor | None = None
+        self.v: torch.Tensor | None = None
+
+    def extend(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        B, H, T, D = k.shape
+        if self.k is None:
+            self.k = k.new_empty((B, H, self.capacity, D))
+            self.v = v.new_empty((B, H, self.capacity, D))
+        if self.n + T > self.capacity:
+            raise ValueError(f"KV cache full: {self.n} + {T} positions > capacity {self.capacity}")
+        self.k[:, :, self.n:self.n + T] = k
+        self.v[:, :, self.n:self.n + T] = v
+        self.n += T
+        return self.k[:, :, :self.n], self.v[:, :, :self.n]
 
 
 class Block(nn.Module):
@@ -47,16 +72,13 @@ class Block(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(cfg.n_embd, 4 * cfg.n_embd), nn.GELU(), nn.Linear(4 * cfg.n_embd, cfg.n_embd))
         self.n_head = cfg.n_head
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor, cache: list | None = None) -> torch.Tensor:
-        """``cache``: [k, v] of earlier positions, extended in place (incremental decoding)."""
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, cache: "KVCache | None" = None) -> torch.Tensor:
+        """``cache``: keys and values of earlier positions, extended in place (incremental decoding)."""
         B, T, C = x.shape
         q, k, v = self.attn(self.ln1(x)).split(C, dim=2)
         q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
         if cache is not None:
-            if cache:
-                k = torch.cat([cache[0], k], 2)
-                v = torch.cat([cache[1], v], 2)
-            cache[:] = [k, v]
+            k, v = cache.extend(k, v)
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         x = x + self.proj(y.transpose(1, 2).reshape(B, T, C))
         return x + self.mlp(self.ln2(x))
@@ -86,14 +108,14 @@ class TinyGPT(nn.Module):
             x = blk(x, mask)
         return self.head(self.ln_f(x))
 
-    def prefill(self, idx: torch.Tensor, attn: torch.Tensor) -> tuple[torch.Tensor, list]:
-        """Logits of the last position and a KV cache for incremental decoding."""
+    def prefill(self, idx: torch.Tensor, attn: torch.Tensor, max_new: int = 0) -> tuple[torch.Tensor, list]:
+        """Logits of the last position and a KV cache (room for ``max_new`` more positions)."""
         B, T = idx.shape
         pos = (attn.long().cumsum(1) - 1).clamp(min=0)
         x = self.wte(idx) + self.wpe(pos)
         causal = torch.ones(T, T, dtype=torch.bool).tril()
         mask = (causal[None, None] & attn[:, None, None, :]) | torch.eye(T, dtype=torch.bool)[None, None]
-        caches: list = [[] for _ in self.blocks]
+        caches = [KVCache(T + max_new) for _ in self.blocks]
         for blk, c in zip(self.blocks, caches):
             x = blk(x, mask, c)
         return self.head(self.ln_f(x[:, -1:]))[:, 0], caches
@@ -168,7 +190,7 @@ class TinyPolicy:
     def __init__(self, name: str, cfg: TinyConfig | None = None, lr: float = 1e-4, seed: int = 0,
                  weight_decay: float = 0.0, grad_clip: float = 1.0) -> None:
         self.name = name
-        self.tok = CharTokenizer()
+        self.tok = CharTokenizer(cfg.vocab_size if cfg else None)  # ids follow the model's vocabulary
         self.cfg = cfg or TinyConfig(vocab_size=self.tok.vocab_size)
         torch.manual_seed(seed)
         self.model = TinyGPT(self.cfg)
@@ -197,8 +219,9 @@ class TinyPolicy:
         pre = [list(token_prefixes[j]) for j in range(len(prompts)) for _ in range(n)] if token_prefixes else None
         outs: list[Completion] = []
         bs = 1024
-        for i in range(0, len(flat), bs):
-            outs.extend(self._sample_batch(flat[i:i + bs], sampling, gen, pre[i:i + bs] if pre else None))
+        with stage("sample"):  # a recipe's direct call counts as sampling too (coevo.timing)
+            for i in range(0, len(flat), bs):
+                outs.extend(self._sample_batch(flat[i:i + bs], sampling, gen, pre[i:i + bs] if pre else None))
         return [outs[j * n:(j + 1) * n] for j in range(len(prompts))]
 
     def _stream(self, stream: str) -> torch.Generator:
@@ -248,9 +271,13 @@ class TinyPolicy:
         lengths = torch.full((B,), max_new, dtype=torch.long)
         stops = [x for x in (sp.stop or []) if x]
         tails = [""] * B  # generated text per row, only kept when there are stop strings
+        T0 = idx.shape[1]
         if max_new > 0:
-            logits, caches = self.model.prefill(idx, attn)
+            with model_compute():
+                logits, caches = self.model.prefill(idx, attn, max_new)
             pos = attn.long().sum(1) - 1
+            # the mask of prompt + every new position, preallocated (was grown by torch.cat per token)
+            attn = torch.cat([attn, torch.ones(B, max_new, dtype=torch.bool)], 1)
         for t in range(max_new):
             nxt, logp = self._draw(logits, sp, gen)
             nxt = torch.where(done, torch.full_like(nxt, self.tok.pad_id), nxt)
@@ -261,11 +288,11 @@ class TinyPolicy:
                 just = just | self._stop_hits(tails, nxt, done, stops)
             lengths = torch.where(just, torch.full_like(lengths, t + 1), lengths)
             done = done | just
-            attn = torch.cat([attn, torch.ones(B, 1, dtype=torch.bool)], 1)
             if bool(done.all()) or t == max_new - 1:
                 break
             pos = pos + 1
-            logits = self.model.decode_step(nxt, pos, attn, caches)
+            with model_compute():
+                logits = self.model.decode_step(nxt, pos, attn[:, :T0 + t + 1], caches)
         return [self._completion(prompts[r], pids[r], new_tokens[r, :int(lengths[r])].tolist(),
                                  new_lp[r, :int(lengths[r])].tolist(), sp, stops) for r in range(B)]
 
@@ -328,15 +355,17 @@ class TinyPolicy:
         # logprobs are taken under the tempered distribution the sample came from; greedy
         # completions (temperature 0) were scored at T = 1, so they train at T = 1 too
         temps = torch.tensor([float(c.meta.get("temperature", 1.0)) or 1.0 for c in batch])
-        lp = self._token_logprobs(self.model, idx, attn, temps)
-        ref = None
-        if loss.kl_coef > 0:
-            if self.ref_model is None:
-                raise RuntimeError("kl_coef > 0 needs a reference model: call set_reference() first")
-            with torch.no_grad():
-                ref = self._token_logprobs(self.ref_model, idx, attn, temps)
-        value, metrics = policy_loss(lp, old, adv, mask, loss, ref_logprobs=ref, num_active_tokens=num_active_tokens)
-        (value if scale == 1.0 else value * scale).backward()
+        with model_compute():
+            lp = self._token_logprobs(self.model, idx, attn, temps)
+            ref = None
+            if loss.kl_coef > 0:
+                if self.ref_model is None:
+                    raise RuntimeError("kl_coef > 0 needs a reference model: call set_reference() first")
+                with torch.no_grad():
+                    ref = self._token_logprobs(self.ref_model, idx, attn, temps)
+            value, metrics = policy_loss(lp, old, adv, mask, loss, ref_logprobs=ref,
+                                         num_active_tokens=num_active_tokens)
+            (value if scale == 1.0 else value * scale).backward()
         return {k: float(v) for k, v in metrics.items()}
 
     def optim_step(self) -> dict:
@@ -364,6 +393,7 @@ class TinyPolicy:
 
     def load_state(self, st: dict) -> None:
         self.cfg = TinyConfig(**st["cfg"])
+        self.tok = CharTokenizer(self.cfg.vocab_size)
         if self.model.state_dict()["wte.weight"].shape != st["model"]["wte.weight"].shape:
             self.model = TinyGPT(self.cfg)
         self.model.load_state_dict({k: v.float() for k, v in st["model"].items()})
@@ -423,7 +453,7 @@ def write_tiny_checkpoint(directory: Path, cfg: TinyConfig, weights: dict, name:
 
     save_file({k: v.detach().cpu().contiguous() for k, v in weights.items()}, str(directory / "model.safetensors"))
     doc = {"format": TINY_FORMAT, "format_version": 1, "architecture": "TinyGPT", "config": asdict(cfg),
-           "tokenizer": {"kind": "char", "itos": CharTokenizer().itos}, "name": name, "base_tag": base_tag,
+           "tokenizer": {"kind": "char", "itos": CharTokenizer(cfg.vocab_size).itos}, "name": name, "base_tag": base_tag,
            "updates": updates}
     (directory / "config.json").write_text(json.dumps(doc, indent=1))
 

@@ -10,14 +10,29 @@ from typing import Sequence
 SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>", "<propose>", "<synth>", "<solve>",
             "<question>", "</question>", "<solution>", "</solution>", "<answer>", "</answer>"]
 CHARS = list("0123456789+-*=() ;")
+# appended after the original 31 ids (append-only: existing checkpoints keep their ids and
+# vocabulary size; a tokenizer built for a 31-token model never emits these): the facts
+# world's search-agent tags and lower-case letters (coevo/worlds/facts.py, codes surface)
+NEW_SPECIALS = ["<search>", "</search>", "<information>", "</information>"]
+NEW_CHARS = list("abcdefghijklmnopqrstuvwxyz")
+BASE_VOCAB = len(SPECIALS) + len(CHARS)  # 31: the arithmetic policies
+FULL_VOCAB = BASE_VOCAB + len(NEW_SPECIALS) + len(NEW_CHARS)  # 61: the facts policies
 
 
 class CharTokenizer:
-    def __init__(self) -> None:
-        self.itos = SPECIALS + CHARS
+    """``vocab_size``: the first ``vocab_size`` entries of SPECIALS + CHARS + NEW_SPECIALS +
+    NEW_CHARS (default: the original 31); characters outside it encode as ``<unk>``."""
+
+    def __init__(self, vocab_size: int | None = None) -> None:
+        n = BASE_VOCAB if vocab_size is None else int(vocab_size)
+        full = SPECIALS + CHARS + NEW_SPECIALS + NEW_CHARS
+        if not BASE_VOCAB <= n <= len(full):
+            raise ValueError(f"CharTokenizer vocab_size must be in [{BASE_VOCAB}, {len(full)}], got {n}")
+        self.itos = full[:n]
         self.stoi = {s: i for i, s in enumerate(self.itos)}
         self.pad_id, self.bos_id, self.eos_id, self.unk_id = 0, 1, 2, 3
-        alt = "|".join(re.escape(s) for s in SPECIALS)
+        self.specials = [s for s in SPECIALS + NEW_SPECIALS if s in self.stoi]
+        alt = "|".join(re.escape(s) for s in sorted(self.specials, key=len, reverse=True))
         self._split = re.compile(f"({alt})")
 
     @property
@@ -29,7 +44,7 @@ class CharTokenizer:
         for part in self._split.split(text):
             if not part:
                 continue
-            if part in self.stoi and part in SPECIALS:
+            if part in self.stoi and part in self.specials:
                 ids.append(self.stoi[part])
             else:
                 ids.extend(self.stoi.get(ch, self.unk_id) for ch in part)

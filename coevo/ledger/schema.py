@@ -12,8 +12,9 @@ TABLES: dict[str, list[tuple[str, str]]] = {
     "steps": [("run_id", "VARCHAR"), ("step", "BIGINT"), ("round", "BIGINT"), ("phase", "VARCHAR"),
               ("phase_step", "BIGINT"), ("completed_at", "DOUBLE"), ("seconds", "DOUBLE"),
               ("proposer_version", "VARCHAR"), ("solver_version", "VARCHAR"), ("metrics_json", "VARCHAR"),
-              ("versions_json", "VARCHAR")],  # {role: policy version} after the step (the two
-    # *_version columns are kept for ledgers written before roles were a map; NULL in new rows)
+              ("versions_json", "VARCHAR"),  # {role: policy version} after the step (the two
+              # *_version columns are kept for ledgers written before roles were a map; NULL in new rows)
+              ("stage_seconds_json", "VARCHAR")],  # {stage: seconds} of the step (coevo.timing); NULL in old ledgers
     "rounds": [("run_id", "VARCHAR"), ("round", "BIGINT"), ("step", "BIGINT"), ("summary_json", "VARCHAR")],
     "tasks": [("run_id", "VARCHAR"), ("task_id", "VARCHAR"), ("round", "BIGINT"), ("step", "BIGINT"),
               ("source", "VARCHAR"), ("proposer_version", "VARCHAR"), ("prompt_version", "VARCHAR"),
@@ -45,6 +46,9 @@ TABLES: dict[str, list[tuple[str, str]]] = {
                    ("kappa", "INTEGER"), ("mu_tilde", "DOUBLE"), ("mode_answer", "VARCHAR"), ("mode_share", "DOUBLE"),
                    ("nu", "DOUBLE"), ("in_doubt", "BOOLEAN"), ("mu_pre", "DOUBLE"), ("mu_post", "DOUBLE"),
                    ("lag", "DOUBLE"), ("reward", "DOUBLE"), ("true_p", "DOUBLE"), ("true_p_n", "BIGINT"),
-                   ("reference_correct", "BOOLEAN"), ("proposer_answer", "VARCHAR")],
+                   ("reference_correct", "BOOLEAN"), ("proposer_answer", "VARCHAR"),
+                   # the solver's majority over the task's solves (every screened task, mu_1 = 1 included;
+                   # = mode_answer where that exists), its share, and 1/0 = it matches the reference (FF)
+                   ("solver_majority", "VARCHAR"), ("solver_majority_share", "DOUBLE"), ("solver_agrees", "DOUBLE")],
     "verdict_cache": [("key", "VARCHAR"), ("row_json", "VARCHAR")],
 }

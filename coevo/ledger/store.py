@@ -15,6 +15,7 @@ from typing import Any, Iterable, Iterator
 import duckdb
 import pyarrow as pa
 
+from coevo import timing
 from coevo.ledger.schema import TABLES
 
 _PA = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "INTEGER": pa.int32(), "DOUBLE": pa.float64(),
@@ -68,12 +69,15 @@ class Ledger:
         yield writer
         self.con.execute("BEGIN TRANSACTION")
         try:
-            for table, rows in writer.rows.items():
-                self.append(table, rows)
+            with timing.stage("ledger"):  # the step's rows (the marker, COMMIT and CHECKPOINT come after)
+                for table, rows in writer.rows.items():
+                    self.append(table, rows)
+            times = timing.current()  # per-stage seconds when the runner times this step
             self.append("steps", [{"run_id": run_id, "step": step, "round": round_, "phase": phase,
                                    "phase_step": phase_step, "completed_at": time.time(), "seconds": time.time() - t0,
                                    "versions_json": json.dumps(writer.versions, sort_keys=True),
-                                   "metrics_json": json.dumps(writer.metrics, default=float)}])
+                                   "metrics_json": json.dumps(writer.metrics, default=float),
+                                   "stage_seconds_json": json.dumps(times.as_dict()) if times else None}])
             self.con.execute("COMMIT")
         except BaseException:
             self.con.execute("ROLLBACK")

@@ -216,3 +216,15 @@ def step_versions(led: Ledger, run_id: str) -> dict[int, dict[str, str]]:
             out[int(r["step"])] = {k: v for k, v in (("proposer", r["proposer_version"]),
                                                      ("solver", r["solver_version"])) if v}
     return out
+
+
+def step_stage_seconds(led: Ledger, run_id: str | None = None) -> list[dict]:
+    """``[{step, round, phase, stages: {stage: seconds}}]`` of the steps that carry per-stage
+    timings (``steps.stage_seconds_json``, ``coevo.timing``); [] for a ledger written before
+    they were recorded (a read-only ledger may lack the column)."""
+    if "stage_seconds_json" not in {r["column_name"] for r in led.query("DESCRIBE steps")}:
+        return []
+    rows = led.query("SELECT step, round, phase, stage_seconds_json FROM steps WHERE stage_seconds_json IS NOT NULL "
+                     "AND (? IS NULL OR run_id = ?) ORDER BY step", [run_id, run_id])
+    return [{"step": int(r["step"]), "round": r["round"], "phase": r["phase"],
+             "stages": json.loads(r["stage_seconds_json"])} for r in rows]

@@ -13,7 +13,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-BUILTIN = {"rzero": "coevo.recipes.rzero", "synco": "coevo.recipes.rgbc", "rgbc": "coevo.recipes.rgbc"}
+BUILTIN = {"rzero": "coevo.recipes.rzero", "synco": "coevo.recipes.rgbc", "rgbc": "coevo.recipes.rgbc",
+           "drzero": "coevo.recipes.drzero", "crossfit": "coevo.recipes.drzero", "msv+crossfit": "coevo.recipes.drzero"}
 
 
 class RecipeNotFound(Exception):

@@ -24,24 +24,24 @@ instruments themselves are computed in ``coevo.audit.screen_confirm``.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 from pydantic import Field, model_validator
 
-from coevo.backends.base import Completion
+from coevo.audit.false_agreement import solver_majority_columns
 from coevo.audit.screen_confirm import finite_mean, screen_confirm_metrics, screen_confirm_truth
 from coevo.config import Strict
 from coevo.ledger.rows import dumps, task_row, verdict_row
 from coevo.ledger.store import StepWriter
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan, sampling_params
 from coevo.recipes.registry import RecipeInfo, RoleSpec
+from coevo.recipes.rgbc_state import Candidate, TaskState, match_share
 from coevo.rewards.arms import ArmFacts, synthesizer_arm_reward
 from coevo.rewards.formulas import advantage_magnitude, quality_gate
 from coevo.stages.group import StepContext, draw_group, match_grouped, update_role
-from coevo.stages.validate import (VALIDATOR_KIND, Consensus, Validation, consensus_from_verdicts, reasoner_answer,
-                                   reasoner_rewards, validate_outputs)
+from coevo.stages.validate import (VALIDATOR_KIND, consensus_from_verdicts, reasoner_answer, reasoner_rewards,
+                                   validate_outputs)
 from coevo.worlds.arithmetic import SYNTH_PROMPT
 from coevo.worlds.base import Task
 
@@ -125,66 +125,6 @@ RECIPES = {
 
 
 
-@dataclass
-class TaskState:
-    """One accepted task through the step: its groups, statistics and audit values."""
-
-    index: int  # position in the step's Synthesizer outputs
-    task: Task
-    truth: str | None
-    outs: list = field(default_factory=list)  # screen group: completions, answers, formats, verdicts
-    answers: list = field(default_factory=list)
-    formatted: list = field(default_factory=list)
-    verdicts: list = field(default_factory=list)  # screen answers vs the reference
-    mu1: float = float("nan")
-    true_p: float | None = None
-    p_ref: float | None = None
-    conf_answers: list | None = None  # confirm group (training or instrument)
-    conf_verdicts: list | None = None
-    conf_purpose: str = ""
-    conf_timing: str = ""
-    mode: str | None = None  # mode of the 2K answers, its share, nu, in the doubt bucket
-    share: float | None = None
-    nu: float | None = None
-    in_doubt: bool | None = None
-    anchor: str | None = None
-    dropped: bool = False
-    mu_post: float | None = None
-    post_purpose: str = ""
-    p_post: float | None = None
-    p_ref_post: float | None = None
-
-    @property
-    def reference(self) -> str | None:
-        return self.task.reference
-
-    @property
-    def bearing(self) -> bool:
-        return 0 < self.mu1 < 1
-
-    @property
-    def mu_confirm(self) -> float | None:
-        return _mu(self.conf_verdicts) if self.conf_verdicts is not None else None
-
-
-@dataclass
-class Candidate:
-    """One Synthesizer output: validation, oracle facts, consensus, and (if accepted) its task."""
-
-    task_id: str
-    completion: Completion
-    group: int  # the Synthesizer prompt (GRPO group) it came from
-    validation: Validation
-    truth: str | None = None
-    reference_correct: bool | None = None
-    consensus: Consensus | None = None
-    state: TaskState | None = None
-
-
-def _mu(verdicts) -> float:
-    return float(np.mean([v.value == 1 for v in verdicts])) if verdicts else float("nan")
-
-
 class RGBCRecipe(RecipeBase):
     name = "rgbc"
 
@@ -237,6 +177,7 @@ class RGBCRecipe(RecipeBase):
         self._post_instrument(ctx, bear, w)
         if self.world.has_oracle:
             self._audit_pass_rates(ctx, [s for s in states if s.mu_post is not None], post=True)
+        self._solver_majority(states)
         s_rewards, y_metrics, stats = self._reward_synthesizer(ctx, cands, w)
         return self._metrics(cands, states, stats, extra, s_rewards, rewards, y_metrics, s_metrics)
 
@@ -316,7 +257,7 @@ class RGBCRecipe(RecipeBase):
         for j, s in enumerate(states):
             s.outs, s.answers, s.formatted = g.outs[j], g.answers[j], g.formatted[j]
             s.verdicts = g.verdicts["reference"][j]
-            s.mu1 = _mu(s.verdicts)
+            s.mu1 = match_share(s.verdicts)
 
     def _confirm(self, ctx: StepContext, bear: list[TaskState], w: StepWriter, purpose: str, stream: str,
                  timing: str) -> None:
@@ -330,7 +271,7 @@ class RGBCRecipe(RecipeBase):
             s.conf_answers, s.conf_verdicts = g.answers[j], g.verdicts["reference"][j]
             s.conf_purpose, s.conf_timing = purpose, timing
             if timing == "post":
-                s.mu_post, s.post_purpose = _mu(s.conf_verdicts), purpose
+                s.mu_post, s.post_purpose = match_share(s.conf_verdicts), purpose
 
     def _doubt(self, states: list[TaskState]) -> None:
         """Mode, nu and the reference-in-doubt bucket from the 2K answers; in arms with a training
@@ -350,6 +291,18 @@ class RGBCRecipe(RecipeBase):
                     s.anchor = s.mode
                 else:
                     s.dropped = True
+
+    def _solver_majority(self, states: list[TaskState]) -> None:
+        """The solver's majority answer of every screened task, mu_1 = 1 and mu_1 = 0 included (the 2K mode
+        where ``_doubt`` drew one, else the screen group's), for the false-agreement audit (seed 004 §二.1)."""
+        rest = [s for s in states if s.conf_answers is None]
+        cols = solver_majority_columns(self.verifier, [s.answers for s in rest], [s.reference for s in rest])
+        for s, c in zip(rest, cols):
+            s.majority = c
+        for s in states:
+            if s.conf_answers is not None:
+                s.majority = {"solver_majority": s.mode, "solver_majority_share": s.share,
+                              "solver_agrees": 0.0 if s.mode is None else s.nu}
 
     def _update_reasoner(self, ctx: StepContext, states: list[TaskState], w: StepWriter):
         sc, K = self.cfg.synco, self.cfg.synco.k
@@ -419,7 +372,7 @@ class RGBCRecipe(RecipeBase):
         feeds = s.conf_purpose == "confirm"  # a training confirm group exists
         mu_anchor = None
         if s.anchor != s.reference and feeds and not s.dropped:
-            mu_anchor = _mu(match_grouped(self.verifier, [s.answers + s.conf_answers], [s.anchor])[0])
+            mu_anchor = match_share(match_grouped(self.verifier, [s.answers + s.conf_answers], [s.anchor])[0])
         facts = ArmFacts(v.quality, v.reliability, s.mu1, s.mu_confirm, feeds, s.dropped, mu_anchor)
         r, arm_comp = synthesizer_arm_reward(self.arm, facts, self.omega0, rc.reward_mu, rc.doubt_reward)
         comp.update(arm_comp)
@@ -441,6 +394,7 @@ class RGBCRecipe(RecipeBase):
             row.update({"mode_answer": s.mode, "mode_share": s.share, "nu": s.nu, "in_doubt": s.in_doubt})
         if s.mu_post is not None:
             row.update({"mu_post": s.mu_post, "lag": s.mu1 - s.mu_post})
+        row.update(s.majority or {})
         return row
 
     def _task_row(self, ctx: StepContext, c: Candidate) -> dict:

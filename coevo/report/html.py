@@ -17,6 +17,7 @@ from coevo.ledger import views
 from coevo.ledger.store import Ledger, open_run_ledger
 from coevo.report.audit import audit_section_html
 from coevo.report.plots import figure_html, plt, png_data_uri, table_html
+from coevo.report.speed import speed_section
 
 __all__ = ["write_report", "plot_eval", "recipe_sections"]
 
@@ -127,11 +128,12 @@ def write_report(run_dir: Path, extra_sections: list[str] | None = None) -> Path
         head = _run_info(info, summary, run_dir)
         evals = _eval_section(led, run_id, summary, columns)
         audit = audit_section_html(run_dir, led, run_id)
+        speed = speed_section(led, run_id)  # per-stage seconds of each step (coevo.timing)
     finally:
         led.close()
     body = (f'<!doctype html><html><head><meta charset="utf-8"><title>coevo report - {html.escape(run_dir.name)}'
             f"</title><style>{_STYLE}</style></head><body>\n{head}\n{evals}\n{''.join(own)}\n{audit}"
-            f"{''.join(extra_sections or [])}\n</body></html>")
+            f"{''.join(extra_sections or [])}\n{speed}\n</body></html>")
     out = run_dir / "report.html"
     out.write_text(body)
     return out

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from coevo.backends.base import Completion, LossConfig, Policy, SamplingParams, full_text
+from coevo.timing import stage
 from coevo.worlds.base import ParseResult, Task, World, role_sampling
 
 
@@ -38,7 +39,8 @@ def propose(proposer: Policy, world: World, n_prompts: int, group: int, sampling
             id_prefix: str, seed: int = 0) -> list[Proposal]:
     """Sample ``group`` proposals for each of ``n_prompts`` proposer prompts and parse them."""
     prompts = world.proposer_prompts(n_prompts, seed)
-    outs = proposer.sample(prompts, group, role_sampling(world, "proposer", sampling))
+    with stage("sample"):
+        outs = proposer.sample(prompts, group, role_sampling(world, "proposer", sampling))
     props = []
     for g, comps in enumerate(outs):
         for k, c in enumerate(comps):
@@ -94,7 +96,8 @@ def solve(solver: Policy, world: World, tasks: Sequence[Task], n: int,
           sampling: SamplingParams) -> list[list[Completion]]:
     if not tasks:
         return []
-    return solver.sample([world.solver_prompt(t) for t in tasks], n, role_sampling(world, "solver", sampling))
+    with stage("sample"):
+        return solver.sample([world.solver_prompt(t) for t in tasks], n, role_sampling(world, "solver", sampling))
 
 
 def grpo_update(policy: Policy, comps: Sequence[Completion], advantages: Sequence, loss: LossConfig,

@@ -22,6 +22,7 @@ import json
 from typing import Any, Optional, Sequence
 
 from coevo.stages.core import Vote, majority_vote
+from coevo.timing import stage
 from coevo.verify.cache import VerdictCache
 from coevo.verify.verdict import Verdict, abstain, guarded
 from coevo.verify.verifiers import Verifier, check_task, make_verifier
@@ -88,14 +89,17 @@ class RunVerifier:
         return v
 
     def check_many(self, pairs: Sequence[tuple[str, str]], criterion_ids: Sequence[Optional[str]]) -> list[Verdict]:
-        """Verdicts of the check itself (no None handling), through the cache when set."""
+        """Verdicts of the check itself (no None handling), through the cache when set
+        (timed as the step's "verify" stage, ``coevo.timing``)."""
         pairs = list(pairs)
         if self.cache is None:
-            return self._compute(pairs)
+            with stage("verify"):
+                return self._compute(pairs)
         items = [(c, pair_key(a, r)) for (a, r), c in zip(pairs, criterion_ids)]
         by_item = dict(zip(items, pairs))
-        out = self.cache.get_or_compute_many(self.kind, self.version, self.options_key, items,
-                                             lambda todo: self._compute([by_item[it] for it in todo]))
+        with stage("verify"):
+            out = self.cache.get_or_compute_many(self.kind, self.version, self.options_key, items,
+                                                 lambda todo: self._compute([by_item[it] for it in todo]))
         # duplicate keys share one computed Verdict: give each pair its own copy
         return [self._stamp(dataclasses.replace(v, detail=dict(v.detail))) for v in out]
 

@@ -15,6 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from coevo.backends.base import SamplingParams
+from coevo.timing import stage
 from coevo.worlds.base import Task, World, role_sampling
 
 
@@ -38,6 +39,16 @@ def evaluate_solver(solver, world: World, tasks: Sequence[Task], run_id: str, ro
     ``sampler(solver, world, tasks, n, sampling)`` replaces single-turn sampling (e.g.
     ``coevo.stages.rollout.solve_multiturn`` for a world with tools).
     """
+    with stage("eval"):  # sampling and checks inside count as eval (coevo.timing)
+        rows, acc = eval_rows(solver, world, tasks, run_id, round_, step, verifier, greedy, samples, sampling,
+                              sampler)
+    writer.add("evals", rows)
+    return acc
+
+
+def eval_rows(solver, world: World, tasks: Sequence[Task], run_id: str, round_: int, step: int, verifier,
+              greedy: bool, samples: int, sampling: SamplingParams | None, sampler) -> tuple[list[dict], dict]:
+    """The ``evals`` rows and the accuracies of ``evaluate_solver``."""
     rows, acc = [], {}
     for mode, n, sp in _modes(greedy, samples, sampling):
         if sampler is not None:
@@ -60,5 +71,4 @@ def evaluate_solver(solver, world: World, tasks: Sequence[Task], run_id: str, ro
         all_scores = [s for v in by.values() for s in v]
         acc[mode] = {"overall": float(np.mean(all_scores)),
                      "by_difficulty": {d: float(np.mean(v)) for d, v in sorted(by.items())}}
-    writer.add("evals", rows)
-    return acc
+    return rows, acc

@@ -15,6 +15,7 @@ from coevo.backends.base import Completion, LossConfig, Policy, SamplingParams
 from coevo.ledger.rows import reward_row, rollout_row, update_row, verdict_row_of
 from coevo.rl.grpo import group_advantages
 from coevo.stages.core import grpo_update, sampling_error_reason, solve, to_groups
+from coevo.timing import stage
 from coevo.worlds.base import Task, World
 
 
@@ -82,13 +83,15 @@ def draw_group(ctx: StepContext, policy: Policy, tasks: Sequence[Task], n: int, 
     if not tasks:
         return Group([], [], [], [], {name: [] for name in (targets or {})})
     sp = replace(sampling, stream=stream) if stream != sampling.stream else sampling
-    outs = (sampler or solve)(policy, ctx.world, tasks, n, sp)
+    with stage("sample"):
+        outs = (sampler or solve)(policy, ctx.world, tasks, n, sp)
     ex = extract or default_extract(ctx.world)
     pairs = [[ex(c) for c in comps] for comps in outs]
     g = Group(tasks, outs, [[a for a, _ in p] for p in pairs], [[f for _, f in p] for p in pairs])
-    for name, values in (targets or {}).items():
-        if values is not None:
-            g.verdicts[name] = match_grouped(ctx.verifier, g.answers, values)
+    with stage("verify"):
+        for name, values in (targets or {}).items():
+            if values is not None:
+                g.verdicts[name] = match_grouped(ctx.verifier, g.answers, values)
     roll, verd = [], []
     for j, (t, comps) in enumerate(zip(tasks, outs)):
         for k, c in enumerate(comps):
@@ -130,7 +133,9 @@ def update_role(ctx: StepContext, policy: Policy, role: str, comps: Sequence[Com
             adv = group_advantages(to_groups(rewards, group_size), ctx.advantage_scale).flatten().numpy()
         else:
             adv = advantages
-        metrics = grpo_update(policy, list(comps), adv.tolist() if hasattr(adv, "tolist") else list(adv), ctx.loss)
+        with stage("update"):
+            metrics = grpo_update(policy, list(comps), adv.tolist() if hasattr(adv, "tolist") else list(adv),
+                                  ctx.loss)
     comp = components if components is not None else [None] * len(comps)
     rows = {"rewards": [reward_row(ctx.run_id, ctx.step, role, item_ids[i], task_ids[i], rewards[i],
                                    _adv_scalar(adv[i]), comp[i]) for i in range(len(comps))],

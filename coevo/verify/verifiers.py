@@ -1,4 +1,4 @@
-"""Verifier kinds: math, integer, numeric_unit, sympy_equiv, sandbox_py, rule, exact_match, cover_em.
+"""Verifier kinds: math, integer, numeric_unit, sympy_equiv, sandbox_py, rule, exact_match, cover_em, em.
 
 Every verifier has ``kind``, ``version`` and ``verify(answer, reference=None, **ctx)
 -> Verdict`` and never raises.  Verifiers that parse untrusted text with sympy /
@@ -256,6 +256,23 @@ class CoverEMVerifier(_GoldMetricVerifier):
 
 
 @dataclass
+class EMVerifier(Verifier):
+    """QA answers (``coevo.qa.metrics.check_em``): value = SQuAD EM against one gold, a list
+    of golds or a JSON list of golds; ``detail["cover_em"]`` = Cover-EM; no answer -> 0."""
+
+    kind = "em"
+
+    @property
+    def version(self):
+        from coevo.qa.metrics import EM_KIND_VERSION
+        return EM_KIND_VERSION
+
+    def check(self, answer, reference=None, **ctx) -> Verdict:
+        from coevo.qa.metrics import check_em
+        return check_em(answer, reference)
+
+
+@dataclass
 class SandboxPyVerifier(Verifier):
     """Runs Python in the sandbox (``run_sandboxed``).
 
@@ -319,6 +336,7 @@ KINDS = {
     "rule": RuleVerifier,
     "exact_match": ExactMatchVerifier,
     "cover_em": CoverEMVerifier,
+    "em": EMVerifier,
 }
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import importlib
 
 WORLDS = {"arithmetic": "coevo.worlds.arithmetic:ArithmeticWorld", "math": "coevo.worlds.math:MathWorld",
-          "scripted": "coevo.worlds.scripted:ScriptedToolWorld"}
+          "scripted": "coevo.worlds.scripted:ScriptedToolWorld", "facts": "coevo.worlds.facts:FactsWorld",
+          "criteria": "coevo.worlds.criteria:CriteriaWorld"}
 
 
 class WorldNotFound(Exception):

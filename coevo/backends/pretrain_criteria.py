@@ -1,0 +1,158 @@
+"""Deterministic pretraining of the criteria world's tiny policies (a student, two experts).
+
+All map ``<solve>QUESTION;`` (``CriteriaWorld.solver_prompt``) to a three-step solution
+``7*8=56 km;56+5=61 km;61*1000=61000 m<eos>``.  Each role learns from solutions with
+*systematic* mistakes — a function of the problem's features, so greedy decoding repeats
+them on held-out problems (``PROFILES``) — plus a share of random slips:
+
+* ``criteria_student``: slips in several axes (products when rate and time are large, the
+  km→m factor, no conversion for cm→mm, the time unit on the distance when time is in s)
+  and stopped early, so it also makes untaught arithmetic slips;
+* ``criteria_expert_units``: units always right; products of two large digits and
+  carries in ``+`` off (weak on arithmetic);
+* ``criteria_expert_arith``: arithmetic always right; the m→cm / m→mm factor and cm→mm
+  conversion wrong (weak on units).
+
+Single-threaded torch and seeded generators make the files bit-for-bit reproducible
+(``coevo pretrain --role criteria_student|criteria_experts``, or one expert by name).
+Measured per-axis accuracy: docs/criteria.md.
+"""
+from __future__ import annotations
+
+import math
+import random
+import time
+
+import torch
+import torch.nn.functional as F
+
+from coevo.backends.tiny import TinyConfig, TinyPolicy
+from coevo.backends.tokenizer import FULL_VOCAB
+from coevo.worlds.criteria_gen import ERRORS, Problem, perturbed_solution, random_problem, split_of
+
+CRITERIA_EXPERTS = ("criteria_expert_units", "criteria_expert_arith")
+CRITERIA_ROLES = ("criteria_student",) + CRITERIA_EXPERTS
+CRITERIA_GROUPS = {"criteria_experts": CRITERIA_EXPERTS, "criteria": CRITERIA_ROLES}  # role names that expand to several
+SOLVE = "<solve>"
+
+
+def _student(p: Problem) -> tuple[str, ...]:
+    e = []
+    if p.time >= 7 and p.rate >= 5:
+        e.append("product")
+    if p.conversion == "km-m":
+        e.append("factor")
+    if p.conversion == "cm-mm":
+        e.append("no_convert")
+    if p.tunit == "s":
+        e.append("time_unit")
+    return tuple(e)
+
+
+def _expert_units(p: Problem) -> tuple[str, ...]:
+    e = []
+    if p.rate >= 6 and p.time >= 6:
+        e.append("product")
+    if p.op == "+" and p.dist + p.extra >= 100:  # a carry into the hundreds
+        e.append("sum")
+    return tuple(e)
+
+
+def _expert_arith(p: Problem) -> tuple[str, ...]:
+    if p.conversion in ("m-cm", "m-mm"):
+        return ("factor",)
+    return ("no_convert",) if p.conversion == "cm-mm" else ()
+
+
+PROFILES = {"criteria_student": _student, "criteria_expert_units": _expert_units,
+            "criteria_expert_arith": _expert_arith}
+RECIPES = {
+    "criteria_student": {"noise": 0.15, "steps": 1000, "stop_after": 500, "batch": 32, "lr": 3e-3},
+    "criteria_expert_units": {"noise": 0.03, "steps": 1200, "batch": 32, "lr": 3e-3},
+    "criteria_expert_arith": {"noise": 0.03, "steps": 1200, "batch": 32, "lr": 3e-3},
+}
+ARCH = {"n_embd": 64, "n_layer": 2, "n_head": 4, "block_size": 96}
+
+
+def expand_roles(role: str) -> tuple[str, ...]:
+    """``criteria_experts`` -> both experts; a single criteria role -> itself."""
+    return CRITERIA_GROUPS.get(role, (role,))
+
+
+def training_solution(role: str, p: Problem, rng: random.Random) -> str:
+    """The solution a role is taught for ``p``: its profile's mistakes, plus with
+    probability ``noise`` one random slip (not ``skip`` / ``malformed``: those stay rare)."""
+    errs = PROFILES[role](p)
+    if rng.random() < RECIPES[role]["noise"]:
+        errs = errs + (rng.choice([e for e in ERRORS if e not in ("skip", "malformed")]),)
+    return perturbed_solution(p, tuple(dict.fromkeys(errs)))
+
+
+def _train_problem(rng: random.Random) -> Problem:
+    while True:
+        p = random_problem(rng)
+        if split_of(p.question) == "train":
+            return p
+
+
+def _batch(pol: TinyPolicy, pairs: list[tuple[str, str]]):
+    tok = pol.tok
+    seqs, starts = [], []
+    for prompt, target in pairs:
+        a, b = tok.encode(prompt), tok.encode(target)
+        seqs.append(a + b)
+        starts.append(len(a))
+    T = min(max(len(s) for s in seqs), pol.cfg.block_size)
+    idx = torch.full((len(seqs), T), tok.pad_id, dtype=torch.long)
+    mask = torch.zeros((len(seqs), T - 1))
+    for r, s in enumerate(seqs):
+        s = s[:T]
+        idx[r, :len(s)] = torch.tensor(s)
+        mask[r, starts[r] - 1:len(s) - 1] = 1.0  # position t predicts token t+1
+    return idx, mask
+
+
+def train_criteria_role(role: str, seed: int = 0, steps: int | None = None, quiet: bool = True) -> TinyPolicy:
+    rec = RECIPES[role]
+    total = rec["steps"] if steps is None else steps
+    torch.manual_seed(seed)
+    rng = random.Random(f"{role}-{seed}")
+    pol = TinyPolicy(role, TinyConfig(vocab_size=FULL_VOCAB, **ARCH), seed=seed)
+    opt = torch.optim.AdamW(pol.model.parameters(), lr=rec["lr"], weight_decay=0.01, betas=(0.9, 0.99))
+    pol.model.train()
+    t0 = time.time()
+    for step in range(total):
+        lr = rec["lr"] * min(1.0, (step + 1) / 100) * (0.1 + 0.45 * (1 + math.cos(math.pi * step / max(total, 1))))
+        for g in opt.param_groups:
+            g["lr"] = lr
+        probs = [_train_problem(rng) for _ in range(rec["batch"])]
+        pairs = [(f"{SOLVE}{p.question};", training_solution(role, p, rng) + "<eos>") for p in probs]
+        idx, mask = _batch(pol, pairs)
+        logits = pol.model(idx, idx != pol.tok.pad_id)[:, :-1]
+        loss = (F.cross_entropy(logits.reshape(-1, logits.shape[-1]), idx[:, 1:].reshape(-1), reduction="none")
+                .view(mask.shape) * mask).sum() / mask.sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(pol.model.parameters(), 1.0)
+        opt.step()
+        if not quiet and (step % 100 == 0 or step == total - 1):
+            print(f"[{role}] step {step:5d} loss {loss.item():.4f} ({time.time() - t0:.0f}s)", flush=True)
+        if steps is None and step + 1 == rec.get("stop_after"):
+            pol.stopped_at = step + 1
+            break
+    pol.base_tag = f"pretrained-{role}"
+    return pol
+
+
+def criteria_diagnostics(role: str, pol: TinyPolicy, n: int = 200) -> dict:
+    """The pretrain_info.json numbers of a criteria role: greedy per-axis accuracy on the
+    world's held-out set (``CriteriaWorld.axis_accuracy``, oracle verdicts)."""
+    from coevo.backends.base import SamplingParams
+    from coevo.worlds.criteria import CriteriaWorld
+
+    world = CriteriaWorld(eval_n=n)
+    tasks = list(world.eval_set())
+    outs = pol.sample([world.solver_prompt(t) for t in tasks], 1,
+                      SamplingParams(greedy=True, max_new_tokens=world.max_answer_tokens))
+    answers = [world.extract_answer(o[0].text) for o in outs]
+    return {"greedy_axis_accuracy": world.axis_accuracy(tasks, answers)}

@@ -1,0 +1,185 @@
+"""The criterion verifier: one criterion V_j(x, y) checked on a whole answer y.
+
+``CriterionVerifier(kind, locate, options, channels)`` is a ``coevo.verify`` verifier (it
+runs in the verifier pool, its verdicts are cached by ``RunVerifier``).  Its reference is
+``reference_of(criterion, ...)``: a JSON text holding the criterion's id and spec, so one
+verifier serves every prompt's criterion of the same (kind, locate).  ``check``:
+
+1. **timeout channel** (``Channels.timeout_rate``, ``length_budget``): an answer longer than
+   ``length_budget`` characters exceeds the verifier's time budget and abstains
+   ``timeout``; below it, the check times out with probability
+   ``min(1, timeout_rate * len(answer) / ref_len)`` (the set rate on an answer as long as
+   the reference solution, more on longer ones), drawn from a hash of (seed, channel,
+   criterion reference, answer): deterministic, like re-running the same slow check.
+2. ``locate(answer, where)`` picks the part the check reads; a missing part is 0
+   (``missing-part``: the answer does not state it).
+3. **unparsable channel** (``unparsable_rate``, parsing kinds only: numeric_unit,
+   sympy_equiv, sandbox_py, integer): a hash-drawn share of located parts abstains
+   ``unparsable`` (a SIMULATED parser coverage gap); a part the real checker cannot parse
+   (``7*8= km``) abstains ``unparsable`` through the checker itself, at any rate.
+4. the kind's own check from ``coevo.verify`` (``make_verifier``); ``sim_judge`` is a
+   SIMULATED judge: it says unknown (``judge-unknown``) with probability
+   ``judge_unknown_rate`` (hash-drawn) and otherwise decides with its deterministic
+   ``proxy`` criterion — the one the oracle uses; ``llm_judge`` calls the real
+   ``LLMJudge`` (``options``: base_url, model, api_key_env, ...) with the rubric.
+
+Simulated abstentions carry ``detail["simulated"] = True`` and the channel; all rates 0
+and no length budget is the null check: no simulated abstention at all.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Optional
+
+from coevo.verify.verdict import Verdict, abstain
+from coevo.verify.verifiers import Verifier, make_verifier
+
+CRITERION_VERSION = "criterion-1"
+PARSING_KINDS = frozenset({"numeric_unit", "sympy_equiv", "sandbox_py", "integer"})
+
+
+@dataclass(frozen=True)
+class Channels:
+    """Abstention channel settings (all 0 / None: no simulated abstention)."""
+
+    timeout_rate: float = 0.0
+    unparsable_rate: float = 0.0
+    judge_unknown_rate: float = 0.0
+    length_budget: Optional[int] = None
+    seed: int = 0
+
+    def __post_init__(self):
+        for k in ("timeout_rate", "unparsable_rate", "judge_unknown_rate"):
+            v = getattr(self, k)
+            if not 0.0 <= v <= 1.0:
+                raise ValueError(f"{k} must be in [0, 1], got {v}")
+        if self.length_budget is not None and self.length_budget < 1:
+            raise ValueError(f"length_budget must be >= 1 or None, got {self.length_budget}")
+
+    @property
+    def tag(self) -> str:
+        return (f"t{self.timeout_rate:g}-u{self.unparsable_rate:g}-j{self.judge_unknown_rate:g}"
+                f"-L{self.length_budget}-s{self.seed}")
+
+
+def hash01(*parts: Any) -> float:
+    """A uniform draw in [0, 1) from the parts' text (sha256)."""
+    h = hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).hexdigest()
+    return int(h[:15], 16) / 16 ** 15
+
+
+def split_steps(answer: str) -> list[str]:
+    return [s.strip() for s in str(answer).split(";") if s.strip()]
+
+
+def locate(answer: Optional[str], where: str) -> Optional[str]:
+    """The part of ``answer`` a criterion reads (``all``, ``final``, ``step:K``, ``expr:K``):
+    steps are ``;``-separated; a step's value is the text after its last ``=`` (the whole
+    step if it has none), its expression the text before the first ``=``.  None when the
+    answer has no such part."""
+    if answer is None:
+        return None
+    if where == "all":
+        return str(answer).strip() or None
+    steps = split_steps(answer)
+    if not steps:
+        return None
+    if where == "final":
+        return steps[-1].rpartition("=")[2].strip()
+    head, _, k = where.partition(":")
+    i = int(k) - 1
+    if i >= len(steps):
+        return None
+    if head == "step":
+        return steps[i].rpartition("=")[2].strip()
+    lhs, eq, _ = steps[i].partition("=")
+    return lhs.strip() if eq else None
+
+
+def reference_of(criterion: Any, question: str = "", reference: str = "", ref_len: Optional[int] = None,
+                 key: str = "") -> str:
+    """The verifier-side reference of one criterion (a ``coevo.criteria.bank.Criterion``):
+    JSON with its id, spec, the prompt and reference answer (for a judge), ``ref_len`` (the
+    timeout channel's length scale) and ``key`` (e.g. the prompt id: keeps the hash draws of
+    two prompts' criteria apart)."""
+    return json.dumps({"id": criterion.id, "key": key, "spec": criterion.spec, "question": question,
+                       "reference": reference, "ref_len": ref_len}, sort_keys=True, ensure_ascii=False)
+
+
+def inner_check(kind: str, spec: dict, part: str, options: dict, ref: dict) -> Verdict:
+    """The kind's own ``coevo.verify`` check of a located part against the spec."""
+    if kind == "numeric_unit":
+        tol = {k: spec[k] for k in ("rel_tol", "abs_tol") if k in spec}
+        v = make_verifier("numeric_unit", **{**options, **tol})
+        return v.check(part, f"{spec['value']} {spec['unit']}".strip())
+    if kind == "integer":
+        return make_verifier("integer").check(part, str(int(spec["value"])))
+    if kind == "sympy_equiv":
+        return make_verifier("sympy_equiv").check(part, spec["expr"])
+    if kind == "rule":
+        kw = {k: spec[k] for k in ("mode", "negate", "case_sensitive", "normalize") if k in spec}
+        return make_verifier("rule", **{"mode": "regex", **kw}).check(part, spec["pattern"])
+    if kind == "sandbox_py":
+        kw = {k: spec[k] for k in ("timeout_s", "rel_tol") if k in spec}
+        v = make_verifier("sandbox_py", code=spec["code"], mode=spec.get("mode", "recompute"), **kw)
+        return v.check(part, spec.get("reference"))
+    if kind == "llm_judge":
+        if not options.get("base_url") or not options.get("model"):
+            return abstain("judge-unavailable", note="llm_judge needs options base_url and model")
+        judge = make_verifier("llm_judge", **options)
+        return judge.judge(ref.get("question", ""), ref.get("reference", ""), part, spec["rubric"])
+    raise ValueError(f"no check for kind {kind!r}")
+
+
+@dataclass
+class CriterionVerifier(Verifier):
+    """One criterion kind read at one place of the answer, with the abstention channels.
+
+    ``kind``: a bank kind (``coevo.criteria.bank.SPEC_FIELDS``); ``locate``: see
+    ``locate``; ``options``: options of the underlying verifier (numeric tolerances, the
+    LLM judge's endpoint); ``channels``: ``Channels``.  Verdicts carry ``kind`` (so break
+    rates and abstention shares are per verifier kind) and a version naming the channels."""
+
+    kind: str = "rule"
+    locate: str = "all"
+    options: dict = field(default_factory=dict)
+    channels: Channels = field(default_factory=Channels)
+
+    @property
+    def version(self) -> str:
+        return f"{CRITERION_VERSION}:{self.kind}:{self.locate}:{self.channels.tag}"
+
+    def check(self, answer, reference=None, **ctx) -> Verdict:
+        ref = json.loads(reference)
+        ch, spec, salt = self.channels, ref["spec"], (ref.get("key", ""), ref["id"], json.dumps(ref["spec"]))
+        text = "" if answer is None else str(answer)
+        ref_len = ref.get("ref_len") or max(len(text), 1)
+        if ch.length_budget is not None and len(text) > ch.length_budget:
+            return _sim("timeout", "length-budget", length=len(text), budget=ch.length_budget)
+        if ch.timeout_rate > 0 and hash01(ch.seed, "timeout", *salt, text) < min(1.0, ch.timeout_rate * len(text) / ref_len):
+            return _sim("timeout", "time-budget", length=len(text), ref_len=ref_len)
+        part = locate(text, self.locate)
+        if part is None or part == "":
+            if self.kind in PARSING_KINDS and part == "":
+                return abstain("unparsable", note="empty part", locate=self.locate)
+            return Verdict(0, detail={"note": "missing-part", "locate": self.locate})
+        if self.kind in PARSING_KINDS and ch.unparsable_rate > 0 and \
+                hash01(ch.seed, "unparsable", *salt, text) < ch.unparsable_rate:
+            return _sim("unparsable", "parser-gap", part=part[:80])
+        if self.kind == "sim_judge":
+            if ch.judge_unknown_rate > 0 and hash01(ch.seed, "judge", *salt, text) < ch.judge_unknown_rate:
+                return _sim("judge-unknown", "simulated-judge")
+            proxy = spec["proxy"]
+            v = inner_check(proxy["kind"], proxy["spec"], part, {}, ref)
+            v.detail = {**v.detail, "simulated_judge": True, "proxy_kind": proxy["kind"]}
+            return v
+        return inner_check(self.kind, spec, part, self.options, ref)
+
+    def describe(self) -> dict:
+        return {"kind": self.kind, "locate": self.locate, "options": self.options, "channels": asdict(self.channels)}
+
+
+def _sim(reason: str, channel: str, **detail) -> Verdict:
+    return abstain(reason, simulated=True, channel=channel, **detail)

@@ -1,0 +1,287 @@
+"""Dr. Zero, MSV and CrossFit on a corpus world with sources (seed 004, SPEC §4).
+
+One loop, three recipe names (``RECIPES``): ``drzero``, ``crossfit``, ``msv+crossfit``.
+Per round: ``proposer_steps`` proposer steps, then (CrossFit) ``crossfit.aux_steps``
+auxiliary-solver steps, ``solver_steps`` main-solver steps, one ``audit`` step and the
+held-out evaluation.
+
+Proposer step (Dr. Zero, facebookresearch/drzero ``iter1_challenger.sh``: one sample per
+prompt, ``grpo_group_size=1``, ``reward_group_size=5``, ``algorithm=grpo_batch``):
+
+1. the world's proposer contexts (a passage and a hop count n, ratio 4:3:2:1); one
+   proposal each: a question with a draft answer (``world.parse_task(..., context=)``);
+2. MSV (``drzero.msv``, on in ``msv+crossfit``): 3 source-aware (``solver_prompt_with_source``)
+   and 3 source-blind answers of the main solver; accept iff both sides have a majority
+   answer and the two agree; the consensus replaces the draft (rejections keep their reason);
+3. the scoring group: ``n_answers`` = 5 answers to each accepted question, by the main solver
+   (Dr. Zero: the solver of the previous phase, frozen while the proposer trains — here the
+   main solver, which no proposer step updates) or, in CrossFit, by the auxiliary solver that
+   ``coevo.recipes.crossfit`` assigns; k = answers the verifier judges equal to the label;
+4. reward = format weight x format score + f(k) (``coevo.rewards``); advantages standardised
+   within hop buckets (``bucket_advantages``); one GRPO step.
+
+Solver steps: GRPO on the round's accepted questions, reward = EM against the label (draft or
+MSV consensus) through the run's verifier; the loss normalisation is ``loss.aggregation``
+(the presets set ``grpo``: each sequence's token mean, i.e. normalised by sequence length).
+Audit step: the round's false-agreement mass FF and pseudo-label accuracy against the oracle
+(``coevo.audit``).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field
+
+from coevo.backends.base import full_text
+from coevo.config import Strict
+from coevo.ledger.rows import dumps, task_row, verdict_row_of
+from coevo.ledger.store import StepWriter
+from coevo.recipes import drzero_steps as steps
+from coevo.recipes.base import RecipeBase, StepSpec, round_plan
+from coevo.recipes.crossfit import AUX_ROLES, CrossFitConfig, question_fold, source_folds
+from coevo.recipes.registry import RecipeInfo, RoleSpec
+from coevo.stages.core import sampling_error_reason
+from coevo.stages.group import update_role
+from coevo.stages.rollout import rollout
+from coevo.worlds.base import ParseResult, role_sampling
+
+
+class DrZeroConfig(Strict):
+    rounds: int = Field(3, ge=1, description="seed 004: 3 rounds")
+    proposer_steps: int = Field(2, ge=0, description="proposer GRPO steps per round (paper: 18)")
+    solver_steps: int = Field(3, ge=0, description="main-solver GRPO steps per round (paper: 25)")
+    prompts: int = Field(16, ge=1, description="proposer prompts per step, one sample each (Dr. Zero group 1)")
+    n_answers: int = Field(5, ge=2, description="scoring answers per question (Dr. Zero reward_group_size=5)")
+    format_weight: float = Field(0.5, ge=0, description="reward = format_weight x format score + difficulty "
+                                                        "(Dr. Zero reward_function.py: 0.5)")
+    solver_prompts: int = Field(8, ge=1, description="questions per main-solver step")
+    solver_group: int = Field(5, ge=1, description="main-solver rollouts per question (GRPO group)")
+    max_turns: int = Field(3, ge=0, description="search calls per solver episode (training and evaluation)")
+    proposer_max_tokens: int | None = Field(None, ge=1, description="proposer tokens (None = sampling.max_new_tokens)")
+    msv: bool = Field(False, description="multi-sample verification (always on in recipe msv+crossfit)")
+    msv_source_aware: int = Field(3, ge=1, description="MSV source-aware answers per question")
+    msv_blind: int = Field(3, ge=1, description="MSV source-blind answers per question")
+    advantage_variant: Literal["paper", "code"] = Field(
+        "paper", description="hop-bucket advantages: paper = population std (SPEC §4); code = Dr. Zero's "
+                             "grpo_batch (unbiased std, a bucket of one: mean 0, std 1)")
+
+
+class AuditConfig(Strict):
+    auditor: dict[str, Any] = Field(
+        default_factory=dict, description="FF against an auditor model too: OpenAI-compatible endpoint options "
+                                          "(base_url, model, api_key_env, ...; coevo.audit.auditor.Auditor); "
+                                          "empty = oracle audit only")
+
+
+class DrZeroRecipe(RecipeBase):
+    name = "drzero"
+    crossfit = False
+    force_msv = False
+
+    def __init__(self, cfg, world, policies: dict, run_id: str, verifier) -> None:
+        super().__init__(cfg, world, policies, run_id, verifier)
+        dz = cfg.drzero
+        self.proposer = policies["proposer"]
+        self.aux = [policies[r] for r in AUX_ROLES] if self.crossfit else []
+        self.msv = dz.msv or self.force_msv
+        self.max_turns = dz.max_turns
+        self.psp = replace(self.sp, max_new_tokens=dz.proposer_max_tokens or self.sp.max_new_tokens)
+        self.cf = cfg.crossfit if self.crossfit else None
+        self.folds = source_folds(world.sources(), self.cf.fold_seed) if self.crossfit else {}
+        self.dataset: list[dict] = []  # the round's accepted questions
+        self.audit_items: list[dict] = []  # the round's audited (question, label) pairs
+        self.cursor = {"solver": 0, "aux_a": 0, "aux_b": 0}
+        self.auditor = None
+        if cfg.audit.auditor:
+            from coevo.audit.auditor import Auditor
+
+            self.auditor = Auditor.from_options(cfg.audit.auditor)
+
+    def plan(self) -> list[StepSpec]:
+        dz = self.cfg.drzero
+        phases = [("proposer", dz.proposer_steps)]
+        if self.crossfit:
+            phases.append(("aux", self.cf.aux_steps))
+        phases += [("solver", dz.solver_steps), ("audit", 1)]
+        return round_plan(dz.rounds, phases)
+
+    def state_dict(self) -> dict:
+        return {"dataset": self.dataset, "audit_items": self.audit_items, "cursor": self.cursor}
+
+    def load_state_dict(self, st: dict) -> None:
+        self.dataset, self.audit_items, self.cursor = st["dataset"], st["audit_items"], st["cursor"]
+
+    # ------------------------------------------------------------------ proposer
+    def _propose(self, spec: StepSpec):
+        """One proposal per proposer context: (contexts, completions, task ids, parse results)."""
+        contexts = list(self.world.proposer_contexts(self.cfg.drzero.prompts, self.cfg.seed + spec.step))
+        outs = rollout(self.proposer, self.world, [c.prompt for c in contexts], 1,
+                       role_sampling(self.world, "proposer", self.psp), role="proposer", contexts=contexts)
+        comps = [g[0] for g in outs]
+        ids = [f"s{spec.step}-{i}-0" for i in range(len(comps))]
+        parsed = []
+        for c, tid, cx in zip(comps, ids, contexts):
+            if c.finish_reason == "error":
+                parsed.append(ParseResult(None, sampling_error_reason(c)))
+            else:
+                parsed.append(self.world.parse_task(full_text(c), tid, context=cx))
+        return contexts, comps, ids, parsed
+
+    def _fold(self, task) -> int | None:
+        if not self.crossfit:
+            return None
+        return question_fold(task.task_id, task.meta["source_id"], self.cf.fold_strategy, self.folds,
+                             self.cf.fold_seed)
+
+    def _proposer(self, spec: StepSpec, w: StepWriter) -> dict:
+        if spec.phase_step == 0:  # a new round: a new dataset and a new audit
+            self.dataset, self.audit_items = [], []
+            self.cursor = {k: 0 for k in self.cursor}
+        ctx, dz = self.ctx(spec), self.cfg.drzero
+        contexts, comps, ids, parsed = self._propose(spec)
+        valid = [i for i, p in enumerate(parsed) if p.ok]
+        tasks = [parsed[i].task for i in valid]
+        truths = [self.world.oracle(t) for t in tasks]
+        labels, rejects, msv_n = (steps.msv_labels(self, ctx, tasks, w) if self.msv
+                                  else ([t.reference for t in tasks], [""] * len(tasks), 0))
+        acc = [j for j, lab in enumerate(labels) if lab is not None]
+        folds = [self._fold(tasks[j]) for j in acc]
+        score = steps.score_group(self, ctx, [tasks[j] for j in acc], [labels[j] for j in acc],
+                                  [truths[j] for j in acc], folds, w)
+        checks = self._oracle_checks(ctx, tasks, labels, truths, w)
+        rewards, comp = self._proposer_rewards(parsed, valid, acc, score, rejects)
+        hops = [int(cx.hops) for cx in contexts]
+        adv = steps.hop_advantages(rewards, hops, dz.advantage_variant)
+        up = update_role(ctx, self.proposer, "proposer", comps, rewards, 1, ids, ids, comp, advantages=adv)
+        w.extend(up.rows)
+        self._record(spec, tasks, labels, acc, folds, score, checks)
+        w.add("tasks", self._task_rows(spec, comps, ids, parsed, valid, labels, rejects, acc, folds, score,
+                                       truths, hops))
+        n_valid = len(valid)
+        return {"proposer_reward_mean": float(np.mean(rewards)), "n_proposals": len(comps), "n_valid": n_valid,
+                "n_accepted": len(acc), "accept_rate": len(acc) / max(n_valid, 1),
+                "format_failure_rate": 1 - n_valid / max(len(comps), 1),
+                "scoring_agreement": float(np.mean(score["mu"])) if acc else None,
+                "hop_mix": {f"hop{h}": hops.count(h) for h in sorted(set(hops))},
+                "rollouts": {"proposer": len(comps), "msv": msv_n, "score": len(acc) * dz.n_answers},
+                "loss": up.metrics}
+
+    def _oracle_checks(self, ctx, tasks, labels, truths, w: StepWriter) -> dict[str, list]:
+        """The oracle's verdicts on each valid task's draft and on its label (through the run's
+        verifier), as verdict rows with target ``oracle`` on ``<task>-draft`` / ``<task>-label``."""
+        pairs = [(t.reference, tr) for t, tr in zip(tasks, truths)]
+        pairs += [(lab, tr) for lab, tr in zip(labels, truths) if lab is not None]
+        vs = self.verifier.match_many(pairs) if pairs else []
+        n = len(tasks)
+        draft, lab_vs = vs[:n], iter(vs[n:])
+        label = [next(lab_vs) if lab is not None else None for lab in labels]
+        rows = []
+        for t, vd, vl in zip(tasks, draft, label):
+            rows.append(self._vrow(ctx, f"{t.task_id}-draft", t.task_id, vd))
+            if vl is not None:
+                rows.append(self._vrow(ctx, f"{t.task_id}-label", t.task_id, vl))
+        w.add("verdicts", rows)
+        return {"draft": [v.value for v in draft], "label": [None if v is None else v.value for v in label]}
+
+    def _vrow(self, ctx, rid: str, tid: str, v) -> dict:
+        return verdict_row_of(ctx.run_id, ctx.step, rid, tid, "oracle", v, getattr(self.verifier, "kind", ""),
+                              getattr(self.verifier, "version", ""))
+
+    def _proposer_rewards(self, parsed, valid, acc, score, rejects) -> tuple[np.ndarray, list[dict]]:
+        """Per proposal: format part (1 if it parsed, else 0) x weight + f(k) of its scoring group."""
+        dz = self.cfg.drzero
+        outside = self.cf.outside if self.crossfit else "zero"
+        fmt = np.array([1.0 if p.ok else 0.0 for p in parsed])
+        k = np.full(len(parsed), -1)
+        for jj, j in enumerate(acc):
+            k[valid[j]] = score["k"][jj]
+        rewards = steps.proposer_reward(fmt, k, dz.n_answers, dz.format_weight, outside)
+        comp = []
+        for i, p in enumerate(parsed):
+            c: dict[str, Any] = {"format": float(fmt[i]), "k": None if k[i] < 0 else int(k[i])}
+            if not p.ok:
+                c["reason"] = p.reason
+            comp.append(c)
+        for j, i in enumerate(valid):
+            if rejects[j]:
+                comp[i]["reason"] = rejects[j]
+        return rewards, comp
+
+    def _record(self, spec, tasks, labels, acc, folds, score, checks) -> None:
+        for jj, j in enumerate(acc):
+            t = tasks[j]
+            self.dataset.append({"task_id": t.task_id, "question": t.question, "label": labels[j],
+                                 "meta": {k: v for k, v in t.meta.items() if k != "retrieve_sources"},
+                                 "fold": folds[jj]})
+            self.audit_items.append({"task_id": t.task_id, "step": spec.step, "mu": score["mu"][jj],
+                                     "question": t.question, "label": labels[j],
+                                     "source_id": t.meta.get("source_id"),
+                                     "agrees": score["agrees"][jj], "majority": score["majority"][jj],
+                                     "label_correct": checks["label"][j], "draft_correct": checks["draft"][j]})
+
+    def _task_rows(self, spec, comps, ids, parsed, valid, labels, rejects, acc, folds, score, truths,
+                   hops) -> list[dict]:
+        info = {valid[j]: (j, labels[j], rejects[j], truths[j]) for j in range(len(valid))}
+        sc = {acc[jj]: (folds[jj], score["mu"][jj], score["k"][jj], score["scorer"][jj]) for jj in range(len(acc))}
+        rows = []
+        for i, (c, tid, p) in enumerate(zip(comps, ids, parsed)):
+            j, label, reject, truth = info.get(i, (None, None, "", None))
+            fold, mu, k, scorer = sc.get(j, (None, None, None, None))
+            meta = {"hops": hops[i], "fold": fold, "k": k, "scorer": scorer, "reject_reason": reject or None}
+            if p.task is not None:
+                meta.update(source_id=p.task.meta.get("source_id"), passage_id=p.task.meta.get("passage_id"))
+            rows.append(task_row(self.run_id, spec.round, spec.step, tid, "proposer", c, self.world.prompt_version,
+                                 p.task, p.reason, truth, pseudo_label=label, p_hat=mu,
+                                 kept=bool(p.ok and label is not None), meta_json=dumps(meta)))
+        return rows
+
+    # ------------------------------------------------------------------ solvers
+    def _solver(self, spec: StepSpec, w: StepWriter) -> dict:
+        return steps.train_on(self, spec, w, self.solver, "solver", self.dataset, None)
+
+    def _aux(self, spec: StepSpec, w: StepWriter) -> dict:
+        out = {}
+        for f, role in enumerate(AUX_ROLES):
+            items = [d for d in self.dataset if d["fold"] == f]
+            out[role] = steps.train_on(self, spec, w, self.aux[f], role, items, f)
+        return {"aux": out, "rollouts": {r: out[r].get("n_rollouts", 0) for r in AUX_ROLES}}
+
+    def _audit(self, spec: StepSpec, w: StepWriter) -> dict:
+        return steps.round_audit(self, spec, self.audit_items, w)
+
+
+class CrossFitRecipe(DrZeroRecipe):
+    name = "crossfit"
+    crossfit = True
+
+
+class MSVCrossFitRecipe(CrossFitRecipe):
+    name = "msv+crossfit"
+    force_msv = True
+
+
+_SOLVER = RoleSpec("solver", asset="facts_solver", seed_offset=0, lr="lr_solver")
+_PROPOSER = RoleSpec("proposer", asset="facts_proposer", seed_offset=1, lr="lr_challenger")
+_AUX = (RoleSpec("aux_a", asset="facts_solver", seed_offset=2, lr="lr_solver"),
+        RoleSpec("aux_b", asset="facts_solver", seed_offset=3, lr="lr_solver"))
+_COLS = ("false_agreement", "false_agreement_auditor", "pseudo_label_accuracy", "proposer_reward_mean", "accept_rate", "solver_reward_mean")
+_SECTIONS = ("coevo.report.drzero:section",)
+RECIPES = {
+    "drzero": RecipeInfo(
+        name="drzero", factory="coevo.recipes.drzero:DrZeroRecipe", roles=(_SOLVER, _PROPOSER),
+        sections={"drzero": DrZeroConfig, "audit": AuditConfig}, worlds=("facts",), summary_columns=_COLS, report_sections=_SECTIONS,
+        description="Dr. Zero: proposer (passage + hop count, 0.5 format + difficulty over 5 solver answers, "
+                    "hop-bucket advantages), search-agent solver trained on the drafts"),
+    "crossfit": RecipeInfo(
+        name="crossfit", factory="coevo.recipes.drzero:CrossFitRecipe", roles=(_SOLVER, _PROPOSER, *_AUX),
+        sections={"drzero": DrZeroConfig, "crossfit": CrossFitConfig, "audit": AuditConfig}, worlds=("facts",), summary_columns=_COLS,
+        report_sections=_SECTIONS,
+        description="CrossFit: the proposer is scored by the other fold's auxiliary solver, R_P = f(k)"),
+    "msv+crossfit": RecipeInfo(
+        name="msv+crossfit", factory="coevo.recipes.drzero:MSVCrossFitRecipe", roles=(_SOLVER, _PROPOSER, *_AUX),
+        sections={"drzero": DrZeroConfig, "crossfit": CrossFitConfig, "audit": AuditConfig}, worlds=("facts",), summary_columns=_COLS,
+        report_sections=_SECTIONS,
+        description="MSV + CrossFit: 3 source-aware + 3 source-blind answers gate and relabel each question"),
+}

@@ -1,0 +1,188 @@
+"""The pieces of the Dr. Zero / MSV / CrossFit loop (``coevo.recipes.drzero``): MSV labels,
+the scoring group, the proposer reward and its hop-bucket advantages, a GRPO step of a
+solver on accepted questions, and the round's audit.  Each takes the recipe (its world,
+policies, verifier and config) and returns plain data; ledger rows go to the step writer.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from coevo.audit.false_agreement import false_agreement_from_flags, false_agreement_summary, solver_majority_columns
+from coevo.audit.instruments import pseudo_label_accuracy
+from coevo.ledger.store import StepWriter
+from coevo.recipes.crossfit import AUX_ROLES, retrieval_sources, scorer_fold, with_sources
+from coevo.rewards.drzero import drzero_proposer_reward, hrpo_advantages, msv_accept
+from coevo.rewards.formulas import crossfit_reward
+from coevo.stages.group import draw_group, update_role
+from coevo.stages.rollout import rollout
+from coevo.worlds.base import Task, role_sampling
+
+MSV_REASONS = ("msv-no-source-answer", "msv-no-blind-answer", "msv-disagree")  # coevo.rewards.drzero.msv_accept
+
+
+# ---------------------------------------------------------------------- rewards
+def proposer_reward(format_score, k, n: int = 5, format_weight: float = 0.5, outside: str = "zero") -> np.ndarray:
+    """Proposer reward = format_weight x format score + f(k) (seed 004 §二.3).
+
+    With the defaults (weight 0.5, f = 0 at k = 0 / k = n) this is Dr. Zero's reward,
+    ``coevo.rewards.drzero.drzero_proposer_reward`` (its ``reward_function.py``: ``final = 0.5 *
+    format + compute_difficulty_score``), which computes it; otherwise the format part plus CrossFit's
+    f(k) (``coevo.rewards.formulas.crossfit_reward``, ``outside="extrapolate"``: the line at the ends).
+    ``k`` < 0 marks a proposal with no scoring group (malformed, or rejected by MSV): its reward is
+    the format part alone (d(0) = 0)."""
+    fmt = np.asarray(format_score, dtype=float)
+    k = np.asarray(k)
+    scored = k >= 0
+    if format_weight == 0.5 and outside == "zero":
+        return np.asarray(drzero_proposer_reward(fmt, np.where(scored, k, 0), n), dtype=float).reshape(fmt.shape)
+    diff = np.zeros(len(fmt))
+    if scored.any():
+        diff[scored] = crossfit_reward(k[scored], n, outside)
+    return format_weight * fmt + diff
+
+
+def hop_advantages(rewards: Sequence[float], hops: Sequence[int], variant: str = "paper") -> np.ndarray:
+    """Dr. Zero's advantages, standardised within hop buckets (``coevo.rewards.drzero.hrpo_advantages``:
+    ``paper`` = population std, SPEC §4; ``code`` = Dr. Zero's ``grpo_batch``)."""
+    return np.asarray(hrpo_advantages(np.asarray(rewards, dtype=float), np.asarray(hops), variant), dtype=float)
+
+
+# ---------------------------------------------------------------------- MSV
+def source_aware_sampler(rec):
+    """Sample with the world's source-aware prompt (the task's source document visible)."""
+    def sample(pol, world, tasks, n, sp):
+        return rollout(pol, world, [world.solver_prompt_with_source(t) for t in tasks], n,
+                       role_sampling(world, "solver", sp), role="solver", contexts=list(tasks),
+                       max_turns=rec.max_turns)
+    return sample
+
+
+def msv_labels(rec, ctx, tasks: list[Task], w: StepWriter) -> tuple[list, list[str], int]:
+    """MSV over ``tasks``: (label per task = the source-aware consensus or None, rejection reason
+    per task, rollouts drawn).  Both groups' verdicts against the draft go to the ledger."""
+    dz = rec.cfg.drzero
+    if not tasks:
+        return [], [], 0
+    drafts = {"draft": [t.reference for t in tasks]}
+    ga = draw_group(ctx, rec.solver, tasks, dz.msv_source_aware, rec.sp, "msv_src", drafts,
+                    sampler=source_aware_sampler(rec))
+    gb = draw_group(ctx, rec.solver, tasks, dz.msv_blind, rec.sp, "msv_blind", drafts, sampler=rec.solve_sampler())
+    w.extend(ga.rows)
+    w.extend(gb.rows)
+    labels, reasons = [], []
+    for a, b in zip(ga.answers, gb.answers):  # each side's plurality answer; answers compared by the verifier
+        ok, consensus, why = msv_accept(a, b, rec.verifier.equivalent)
+        labels.append(consensus if ok else None)
+        reasons.append("" if ok else f"msv-{why}")
+    return labels, reasons, len(tasks) * (dz.msv_source_aware + dz.msv_blind)
+
+
+# ---------------------------------------------------------------------- scoring
+def score_group(rec, ctx, tasks: list[Task], labels: list, truths: list, folds: list, w: StepWriter) -> dict:
+    """The scoring group of each accepted question: ``n_answers`` answers by the main solver
+    (Dr. Zero) or by the auxiliary solver its fold strategy names (CrossFit), verified against
+    the label and the oracle.  Returns per task k (answers equal to the label), mu = k / n, the
+    scoring role, the group's majority answer and whether it agrees with the label
+    (``coevo.audit.false_agreement.solver_majority_columns``)."""
+    n = rec.cfg.drzero.n_answers
+    out = {"k": [0] * len(tasks), "mu": [0.0] * len(tasks), "scorer": ["solver"] * len(tasks),
+           "agrees": [None] * len(tasks), "majority": [None] * len(tasks)}
+    if not tasks:
+        return out
+    if not rec.crossfit:
+        groups = [(rec.solver, "solver", list(range(len(tasks))), None)]
+    else:
+        cf = rec.cf
+        groups = []
+        for sf in (0, 1):
+            idx = [j for j, f in enumerate(folds) if scorer_fold(f, cf.fold_strategy) == sf]
+            src = retrieval_sources(sf, cf.fold_strategy, rec.folds, cf.retrieve_in_fold)
+            groups.append((rec.aux[sf], AUX_ROLES[sf], idx, src))
+    for pol, role, idx, src in groups:
+        if not idx:
+            continue
+        ts = [with_sources(tasks[j], src) for j in idx]
+        g = draw_group(ctx, pol, ts, n, rec.sp, "score", {"label": [labels[j] for j in idx],
+                                                          "oracle": [truths[j] for j in idx]},
+                       role=role, sampler=rec.solve_sampler())
+        w.extend(g.rows)
+        maj = solver_majority_columns(rec.verifier, g.answers, [labels[j] for j in idx])
+        for jj, j in enumerate(idx):
+            k = sum(1 for v in g.verdicts["label"][jj] if v.value == 1)
+            out["k"][j], out["mu"][j], out["scorer"][j] = k, k / n, role
+            out["agrees"][j], out["majority"][j] = maj[jj]["solver_agrees"], maj[jj]["solver_majority"]
+    return out
+
+
+# ---------------------------------------------------------------------- solver updates
+def train_on(rec, spec, w: StepWriter, policy, role: str, items: list[dict], fold: int | None) -> dict:
+    """One GRPO step of ``policy`` (main solver, or the auxiliary solver of ``fold``) on the next
+    questions of ``items``; reward = 1 if the verifier judges the answer equal to the label."""
+    main = fold is None
+    n, group = ((rec.cfg.drzero.solver_prompts, rec.cfg.drzero.solver_group) if main
+                else (rec.cf.aux_prompts, rec.cf.aux_group))
+    if not items:
+        return {"skipped": "no accepted questions", "n_rollouts": 0}
+    start = rec.cursor[role]
+    batch = [items[(start + i) % len(items)] for i in range(min(n, len(items)))]
+    rec.cursor[role] = start + len(batch)
+    src = None if main else retrieval_sources(fold, rec.cf.fold_strategy, rec.folds, rec.cf.retrieve_in_fold)
+    tasks = [with_sources(Task(d["task_id"], d["question"], d["label"], dict(d["meta"])), src) for d in batch]
+    truths = [rec.world.oracle(t) for t in tasks]
+    ctx = rec.ctx(spec)
+    purpose = "train" if main else "aux_train"
+    g = draw_group(ctx, policy, tasks, group, rec.sp, purpose, {"label": [d["label"] for d in batch],
+                                                               "oracle": truths},
+                   role=role, rid="{task}-s{step}-{purpose}-{k}", sampler=rec.solve_sampler())
+    rewards = np.array([1.0 if v.value == 1 else 0.0 for vs in g.verdicts["label"] for v in vs])
+    oracle = [v.value == 1 for vs in g.verdicts["oracle"] for v in vs]
+    ids = [r["rollout_id"] for r in g.rows["rollouts"]]
+    up = update_role(ctx, policy, role, g.completions(), rewards, group, ids, [r["task_id"] for r in g.rows["rollouts"]])
+    w.extend(g.rows)
+    w.extend(up.rows)
+    key = "solver_reward_mean" if main else "reward_mean"
+    return {key: float(rewards.mean()), "oracle_accuracy": float(np.mean(oracle)), "n_rollouts": len(rewards),
+            "loss": up.metrics}
+
+
+# ---------------------------------------------------------------------- audit
+def round_audit(rec, spec, items: list[dict], w: StepWriter) -> dict:
+    """The round's instruments over its accepted (question, label) pairs: false-agreement mass FF
+    against the oracle (the scoring group's majority answer agrees with the label and the oracle
+    rejects the label; ``coevo.audit.false_agreement``, y_P = the label: the draft, or the MSV
+    consensus that replaced it), pseudo-label accuracy (the oracle's verdict on each label) and,
+    when ``audit.auditor`` names an endpoint, FF against the auditor model reading the question's
+    source document (``coevo.audit.auditor``) with its agreement with the oracle.
+    ``scope: round`` tells the summary to keep an estimate whole ({value, se, n})."""
+    label_ok = [it["label_correct"] for it in items]
+    agrees = [it["agrees"] for it in items]
+    ff = false_agreement_from_flags(agrees, label_ok)
+    pl = pseudo_label_accuracy(label_ok)
+    draft = pseudo_label_accuracy([it["draft_correct"] for it in items])
+    agree = ff.extra.get("agreement_rate")
+    out = {"false_agreement": {**false_agreement_summary(ff), "scope": "round"},
+           "pseudo_label_accuracy": {**false_agreement_summary(pl), "scope": "round"},
+           "agreement_rate": agree if agree is not None and np.isfinite(agree) else None,
+           "n_false_agreement": ff.extra.get("n_false_agreement"),
+           "draft_accuracy": false_agreement_summary(draft), "n_audited": len(items)}
+    if rec.auditor is not None and items:
+        out.update(auditor_audit(rec, spec, items, w))
+    return out
+
+
+def auditor_audit(rec, spec, items: list[dict], w: StepWriter) -> dict:
+    """FF against the auditor model (its verdict on each label, the source document in its prompt),
+    the auditor's verdict rows (target ``auditor``) and its agreement with the oracle."""
+    from coevo.audit.auditor import audit_agreement, auditor_false_agreement
+    from coevo.ledger.rows import verdict_row_of
+
+    docs = [[rec.world.source_text(it["source_id"])] if it.get("source_id") else [] for it in items]
+    vs = rec.auditor.audit_many([(it["question"], it["label"], d) for it, d in zip(items, docs)])
+    w.add("verdicts", [verdict_row_of(rec.run_id, spec.step, f"{it['task_id']}-label", it["task_id"], "auditor", v,
+                                      rec.auditor.judge.kind, rec.auditor.judge.version) for it, v in zip(items, vs)])
+    ff = auditor_false_agreement([it["agrees"] for it in items], vs)
+    return {"false_agreement_auditor": {**false_agreement_summary(ff), "scope": "round"},
+            "auditor_abstentions": ff.extra.get("abstentions"),
+            "auditor_vs_oracle": audit_agreement([it["label_correct"] for it in items], vs)}

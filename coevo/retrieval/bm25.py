@@ -1,0 +1,108 @@
+"""In-process BM25 retrieval over the ``bm25s`` package (eager sparse scoring).
+
+``BM25Retriever(passages)`` indexes a list of :class:`Passage`; ``search(queries, k, sources)``
+scores each query with bm25s and takes the top k with a deterministic tie-break: equal scores
+rank by passage id (the index is built in pid order, so a stable sort on -score is the
+tie-break).  ``sources`` restricts the candidates to passages of those sources (CrossFit
+folds); the per-set mask is cached.  Passages with score 0 still fill the k slots (in pid
+order), as a dense retriever would always return k; excluded sources never appear."""
+from __future__ import annotations
+
+import re
+from typing import Collection, Sequence
+
+import numpy as np
+
+from coevo.retrieval.base import Passage
+
+TOKEN_RE = re.compile(r"\w+", re.U)
+
+
+def default_stopwords() -> frozenset[str]:
+    """bm25s's English stop-word list (``bm25s.stopwords.STOPWORDS_EN``)."""
+    from bm25s.stopwords import STOPWORDS_EN
+    return frozenset(STOPWORDS_EN)
+
+
+def tokenize(text: str, stopwords: Collection[str] = ()) -> list[str]:
+    """Lower-cased word tokens (``\\w+``, single characters kept), stop words dropped."""
+    return [t for t in TOKEN_RE.findall(text.lower()) if t not in stopwords]
+
+
+def top_k_indices(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k largest scores, best first, ties by ascending index (deterministic).
+    ``-inf`` entries are never returned."""
+    finite = np.flatnonzero(np.isfinite(scores))
+    if k <= 0 or finite.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if finite.size <= k:
+        cand = finite
+    else:
+        vals = scores[finite]
+        kth = np.partition(vals, finite.size - k)[finite.size - k]
+        cand = finite[vals >= kth]  # all ties of the k-th score; ascending index order
+    order = np.argsort(-scores[cand], kind="stable")
+    return cand[order][:k]
+
+
+class BM25Retriever:
+    """BM25 (Lucene variant, bm25s defaults k1=1.5, b=0.75) over a fixed passage list."""
+
+    def __init__(self, passages: Sequence[Passage], *, k1: float = 1.5, b: float = 0.75,
+                 method: str = "lucene", stopwords: Collection[str] | None = None,
+                 index_title: bool = True):
+        import bm25s
+
+        if not passages:
+            raise ValueError("BM25Retriever needs at least one passage")
+        ps = sorted(passages, key=lambda p: p.pid)
+        pids = [p.pid for p in ps]
+        if len(set(pids)) != len(pids):
+            raise ValueError("passage ids must be unique")
+        self.passages: list[Passage] = ps
+        self.stopwords = default_stopwords() if stopwords is None else frozenset(stopwords)
+        docs = [tokenize(f"{p.title} {p.text}" if index_title else p.text, self.stopwords) for p in ps]
+        docs = [d if d else [""] for d in docs]
+        self._bm25 = bm25s.BM25(k1=k1, b=b, method=method)
+        self._bm25.index(docs, show_progress=False)
+        self._source_of = np.array([p.source for p in ps], dtype=object)
+        self._masks: dict[frozenset[str], np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return len(self.passages)
+
+    def sources(self) -> list[str]:
+        return sorted(set(self._source_of.tolist()))
+
+    def _mask(self, sources: Collection[str]) -> np.ndarray:
+        key = frozenset(sources)
+        m = self._masks.get(key)
+        if m is None:
+            m = np.fromiter((s in key for s in self._source_of), dtype=bool, count=len(self._source_of))
+            if len(self._masks) > 64:
+                self._masks.clear()
+            self._masks[key] = m
+        return m
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every passage (in pid order) for one query."""
+        ids = self._bm25.get_tokens_ids(tokenize(query, self.stopwords))
+        return np.asarray(self._bm25.get_scores_from_ids(ids), dtype=np.float64)
+
+    def search(self, queries: Sequence[str], k: int,
+               sources: Collection[str] | None = None) -> list[list[Passage]]:
+        if isinstance(queries, str):
+            raise TypeError("search takes a sequence of queries, not one string")
+        mask = None if sources is None else self._mask(sources)
+        out: list[list[Passage]] = []
+        for q in queries:
+            s = self.scores(q)
+            if mask is not None:
+                s = np.where(mask, s, -np.inf)
+            idx = top_k_indices(s, k)
+            out.append([_with_score(self.passages[i], float(s[i])) for i in idx])
+        return out
+
+
+def _with_score(p: Passage, score: float) -> Passage:
+    return Passage(pid=p.pid, source=p.source, text=p.text, title=p.title, score=round(score, 6))

@@ -1,0 +1,46 @@
+"""`coevo bench step` with the tiniest budget: the promised JSON keys, stage shares that add up to
+one, model compute + rest = 1, and the reference measurements (no timing thresholds)."""
+import json
+
+import pytest
+
+from conftest import run_coevo
+
+STAGE_NAMES = {"sample", "verify", "reward", "update", "ledger", "eval", "state", "other"}
+
+
+def test_bench_step_tiny(tmp_path):
+    keep = tmp_path / "run"
+    p = run_coevo("bench", "step", "--budget", "tiny", "--repeats", "1", "--keep", str(keep))
+    res = json.loads(p.stdout)
+    assert {"preset", "budget", "threads", "n_steps", "step_seconds", "stages", "model_compute", "per_step",
+            "reference", "seconds_by_phase"} <= set(res)
+    assert res["preset"] == "cpu" and res["budget"] == "tiny"
+    # the tiny budget: eval, challenger, dataset, solver, eval
+    assert [s["phase"] for s in res["per_step"]] == ["eval", "challenger", "dataset", "solver", "eval"]
+    assert res["n_steps"] == 5
+    assert set(res["stages"]) <= STAGE_NAMES and {"sample", "update", "eval", "ledger"} <= set(res["stages"])
+    assert sum(v["share"] for v in res["stages"].values()) == pytest.approx(1.0, abs=2e-3)
+    assert sum(v["seconds"] for v in res["stages"].values()) == pytest.approx(res["step_seconds"], abs=2e-3)
+    mc = res["model_compute"]
+    assert 0 < mc["share"] <= 1 and mc["share"] + mc["rest_share"] == pytest.approx(1.0, abs=1e-3)
+    for s in res["per_step"]:  # each step's stages add up to its total
+        st = s["stages"]
+        named = sum(v for k, v in st.items() if k not in ("total", "model_compute"))
+        assert named == pytest.approx(st["total"], abs=1e-4)
+        assert 0 <= st["model_compute"] <= st["total"]
+    ref = res["reference"]
+    assert ref["sampling"]["rows"] == 4 * 2 and ref["sampling"]["tokens"] > 0 and ref["sampling"]["tokens_per_s"] > 0
+    fb = ref["fwd_bwd"]
+    assert fb["batch"][0] == 8 and fb["ours_s"] > 0 and fb["bare_s"] > 0 and fb["ours_over_bare"] > 0
+    # the kept run's report shows the section; --run reads the same numbers back
+    assert "Loop speed" in (keep / "report.html").read_text()
+    again = json.loads(run_coevo("bench", "step", "--run", str(keep)).stdout)
+    assert again["per_step"] == res["per_step"] and again["stages"] == res["stages"]
+
+
+def test_bench_step_errors_are_one_line(tmp_path):
+    p = run_coevo("bench", "step", "--budget", "huge", check=False)
+    assert p.returncode == 2 and "unknown budget 'huge'" in p.stderr + p.stdout
+    p = run_coevo("bench", "step", "--run", str(tmp_path / "nope"), check=False)
+    assert p.returncode == 2 and "run directory not found" in p.stderr + p.stdout
