@@ -102,7 +102,8 @@ def report(run_dir: Path = typer.Argument(..., help="Run directory.")):
 def audit(
     run_dirs: List[Path] = typer.Argument(..., help="One or more run directories."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
-    predictions: bool = typer.Option(False, "--predictions", help="Evaluate seed 000's predictions P1-P6."),
+    predictions: bool = typer.Option(False, "--predictions", help="Evaluate the seeds' predictions (000: P1-P6; 001/CASA: P1-P4)."),
+    stress: Optional[Path] = typer.Option(None, "--stress", help="`coevo stress` JSON for CASA's P4 (break rates)."),
 ):
     """Instruments over a run's ledger: bearing rate, kappa, nu, lag, pseudo-label accuracy, FF, phi, ..."""
     from coevo.audit.render import print_audit
@@ -112,7 +113,9 @@ def audit(
         if not d.is_dir():
             fail(f"run directory not found: {d}")
     try:
-        result = audit_runs(run_dirs, predictions=predictions)
+        if stress is not None and not stress.is_file():
+            fail(f"stress file not found: {stress}")
+        result = audit_runs(run_dirs, predictions=predictions, stress=stress)
     except AuditError as e:
         fail(str(e))
     if as_json:

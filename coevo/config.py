@@ -159,6 +159,13 @@ class ExecutorConfig(Strict):
     replica_cpus: float = Field(0.0, ge=0, description="ray: CPUs reserved by each sampling replica")
     start_timeout_s: float = Field(120.0, gt=0, description="ray: wait this long for actors to be placed")
 
+    @field_validator("address")
+    @classmethod
+    def _address_needs_ray(cls, v, info):
+        if v and info.data.get("kind") != "ray":
+            raise ValueError("an address needs executor.kind=ray (--executor ray)")
+        return v
+
 
 class RunConfig(Strict):
     """Core sections here; each recipe's own sections (``rzero``, ``synco``, ``rgbc``, ...) are

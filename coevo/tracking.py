@@ -16,7 +16,7 @@ written when a round's eval step commits (one audit per round, not per step: it 
 ledger), with its own mark.
 
 Resume: ``open_tracker`` reads the event files already in each directory (``read_scalars``),
-takes the last step with its mark as done, starts a new event file with ``purge_step`` = that + 1
+takes the last step with its mark as done, starts a new event file with a restart at that + 1
 (TensorBoard hides the partial events of an interrupted step) and replays the committed steps
 after it from the ledger. So a kill at any point neither loses nor duplicates a point.
 
@@ -119,28 +119,37 @@ def read_scalars(logdir: Path) -> dict[str, list[tuple[int, float]]]:
 
 # ---------------------------------------------------------------------- writers
 class _TensorBoard:
-    """One TensorBoard run directory; ``done`` = the last step whose mark is on disk."""
+    """One TensorBoard run directory, written synchronously (tensorboardX's ``EventsWriter``: the
+    ``SummaryWriter`` writes from a thread, whose errors would print tracebacks and whose full queue
+    would block the run). ``done`` = the last step whose mark is on disk."""
 
     def __init__(self, logdir: Path):
-        from tensorboardX import SummaryWriter
+        from tensorboardX.event_file_writer import EventsWriter
+        from tensorboardX.proto.event_pb2 import Event, SessionLog
 
-        self.dir = logdir
+        self.dir, self.Event = logdir, Event
         marks = read_scalars(self.dir).get(MARK, []) if self.dir.exists() else []
         self.done = max((s for s, _ in marks), default=-1)
-        while self.dir.exists() and any(self.dir.glob(f"events.out.tfevents.{int(time.time())}.*")):
+        self.dir.mkdir(parents=True, exist_ok=True)
+        while any(self.dir.glob(f"events.out.tfevents.{int(time.time())}.*")):
             time.sleep(0.05)  # TensorBoard reads files in name order: the new one must sort after the old ones
         # a file name of its own (tensorboardX names files by the second: a quick reopen would truncate one)
-        self.w = SummaryWriter(str(self.dir), purge_step=self.done + 1 if marks else None, flush_secs=3600,
-                               max_queue=10_000, filename_suffix=f".{os.getpid()}.{time.time_ns()}")
+        self.w = EventsWriter(str(self.dir / "events"), f".{os.getpid()}.{time.time_ns()}")
+        if marks:  # TensorBoard's restart rule: hide the points at steps >= purge of the earlier files
+            self.w.write_event(Event(wall_time=time.time(), step=self.done + 1,
+                                     session_log=SessionLog(status=SessionLog.START)))
+        self.w.flush()
 
     def log(self, items: list[tuple[int, dict[str, float]]]) -> None:
         """The scalars of steps in increasing order, then the mark at the last step, flushed."""
-        for step, scalars in items:
+        from tensorboardX.summary import scalar
+
+        last = items[-1][0]
+        for step, scalars in [*items, (last, {MARK: float(last)})]:
             for tag, v in scalars.items():
-                self.w.add_scalar(tag, v, step)
-        self.w.add_scalar(MARK, items[-1][0], items[-1][0])
+                self.w.write_event(self.Event(wall_time=time.time(), step=step, summary=scalar(tag, v)))
         self.w.flush()
-        self.done = items[-1][0]
+        self.done = last
 
     def close(self) -> None:
         self.w.close()

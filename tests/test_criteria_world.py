@@ -191,3 +191,42 @@ def test_pairs_expose_what_a_recipe_needs():
         "llm_judge"}
     assert all(truth_of(c, P.solution) == (c.weight > 0) for c in w.criteria(t))
     assert list(itertools.islice(w.axes, 2)) == ["arithmetic", "units"]
+
+
+@pytest.mark.parametrize("role", ["criteria_student", "criteria_expert_units", "criteria_expert_arith"])
+def test_shipped_criteria_assets_match_recorded_digest(role):
+    from coevo.backends.pretrain import state_digest
+    from coevo.backends.tiny import TinyPolicy
+
+    info = json.loads((ASSETS / "pretrain_info.json").read_text())
+    assert state_digest(TinyPolicy.from_checkpoint(role, ASSETS / f"{role}.pt")) == info[role]["sha256_state"]
+
+
+def test_pretraining_is_deterministic_and_roles_expand():
+    import torch
+
+    from coevo.backends.pretrain import PretrainError, pretrain_roles, state_digest
+    from coevo.backends.pretrain_criteria import expand_roles, train_criteria_role
+
+    prev = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        a, b = (state_digest(train_criteria_role("criteria_student", steps=3)) for _ in range(2))
+    finally:
+        torch.set_num_threads(prev)
+    assert a == b
+    assert expand_roles("criteria_experts") == ("criteria_expert_units", "criteria_expert_arith")
+    assert expand_roles("criteria") == ("criteria_student", "criteria_expert_units", "criteria_expert_arith")
+    with pytest.raises(PretrainError, match="unknown role 'criteria_teacher'"):
+        pretrain_roles("criteria_teacher", Path("/nonexistent"))
+
+
+def test_probe_answers():
+    w = CriteriaWorld(eval_n=2)
+    a, b = w.eval_set()
+    pr = w.probe_answers(a, b)
+    rows = w.scorer().score([(w.entry(a), pr[k]) for k in ("own", "mismatched", "vacuous")])
+    values = [[v.value for v in row] for row in rows]
+    assert values[0] == [1, 1, 1, 1, 1, 0, 1]
+    assert 1 not in values[2] and None in values[2]  # the vacuous template: no credit, steps unparsable
+    assert sum(values[1][:4]) < 4

@@ -364,7 +364,7 @@ def print_predictions(preds: List[dict], console=None) -> None:
     c = console or Console()
     if console is None and not c.is_terminal:
         c = Console(width=160)
-    t = Table(title="seed 000 predictions P1-P6 on the runs given")
+    t = Table(title="predictions on the runs given (seed 000 P1-P6; seed 001 CASA-P1..P4 for CASA runs)")
     for col in ("P", "claim", "measured [95% interval]", "n", "verdict", "termination line / why not evaluable"):
         t.add_column(col, overflow="fold")
     for p in preds:

@@ -401,14 +401,18 @@ def _seed_ranges(runs: List[dict]) -> List[dict]:
     return out
 
 
-def audit_runs(run_dirs: Sequence[Path], predictions: bool = False) -> dict:
-    """Audit each run directory; seed-to-seed ranges per (recipe, arm); optionally P1-P6 of seed 000."""
+def audit_runs(run_dirs: Sequence[Path], predictions: bool = False, stress: Optional[Path] = None) -> dict:
+    """Audit each run directory; seed-to-seed ranges per (recipe, arm); optionally P1-P6 of seed 000 and,
+    for runs whose ledger has criterion_scores rows, seed 001's CASA-P1..P4 (``stress``: the JSON of
+    ``coevo stress`` for CASA-P4, else a run directory's stress.json)."""
     if not run_dirs:
         raise AuditError("no run directory given")
     runs = [audit_run(Path(r)) for r in run_dirs]
     result = {"runs": runs, "seed_range": _seed_ranges(runs)}
     if predictions:
+        from coevo.audit.casa_predictions import evaluate_casa_predictions
         from coevo.audit.predictions import evaluate_predictions
 
         result["predictions"] = evaluate_predictions([Path(r) for r in run_dirs], runs)
+        result["predictions"] += evaluate_casa_predictions([Path(r) for r in run_dirs], stress)
     return result

@@ -67,7 +67,7 @@ def _expert_arith(p: Problem) -> tuple[str, ...]:
 PROFILES = {"criteria_student": _student, "criteria_expert_units": _expert_units,
             "criteria_expert_arith": _expert_arith}
 RECIPES = {
-    "criteria_student": {"noise": 0.15, "steps": 1000, "stop_after": 500, "batch": 32, "lr": 3e-3},
+    "criteria_student": {"noise": 0.15, "steps": 1000, "stop_after": 750, "batch": 32, "lr": 3e-3},
     "criteria_expert_units": {"noise": 0.03, "steps": 1200, "batch": 32, "lr": 3e-3},
     "criteria_expert_arith": {"noise": 0.03, "steps": 1200, "batch": 32, "lr": 3e-3},
 }

@@ -8,29 +8,9 @@ ledger stay on the driver.  Both give the same numbers for the same seed (docs/c
 """
 from __future__ import annotations
 
+from coevo.executors.base import ExecutorError, LocalExecutor
 
-class ExecutorError(Exception):
-    """An executor could not start (Ray missing, cluster unreachable): one line for the user."""
-
-
-class LocalExecutor:
-    """Everything in this process, verification in a local ``VerifierPool``."""
-
-    kind = "local"
-
-    def verifier_pool(self, verify):
-        """A pool for ``verify.workers > 0`` (the config's ``verify`` section), else None (in-process)."""
-        if verify.workers <= 0:
-            return None
-        from coevo.verify.pool import VerifierPool
-
-        return VerifierPool(workers=verify.workers, timeout_s=verify.timeout_s)
-
-    def wrap_policies(self, policies: dict) -> dict:
-        return policies
-
-    def close(self) -> None:
-        """Nothing to release."""
+__all__ = ["ExecutorError", "LocalExecutor", "make_executor"]
 
 
 def make_executor(cfg):

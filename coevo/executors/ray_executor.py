@@ -30,7 +30,7 @@ from collections import deque
 from typing import Any, Callable, Iterable, Optional
 
 from coevo.backends.base import STREAMS, BackendError
-from coevo.executors import ExecutorError
+from coevo.executors.base import ExecutorError
 from coevo.verify.verdict import Verdict
 
 CHUNK_SLACK_S = 30.0   # a chunk's deadline: items x (limit + 2 s) + this
@@ -47,6 +47,17 @@ def import_ray():
 def actor_errors(ray) -> tuple:
     ex = ray.exceptions
     return (ex.RayActorError, ex.WorkerCrashedError, ex.ObjectLostError)
+
+
+def reach(address: str, timeout_s: float = 10.0) -> None:
+    """``ExecutorError`` unless ``host:port`` accepts a TCP connection (``ray.init`` would wait minutes)."""
+    import socket
+
+    host, _, port = address.replace("ray://", "").rpartition(":")
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s).close()
+    except (OSError, ValueError) as e:
+        raise ExecutorError(f"cannot reach the Ray cluster at {address!r} (executor.address): {e}") from None
 
 
 # ---------------------------------------------------------------------- actors
@@ -292,6 +303,8 @@ class RayExecutor:
         self.cfg, self.threads, self.owns = ex, int(threads), False
         self.pool: Optional[RayVerifierPool] = None
         if not ray.is_initialized():
+            if ex.address and ex.address != "auto":
+                reach(ex.address)
             kw: dict = {"address": ex.address} if ex.address else {"num_cpus": ex.local_cpus}
             try:
                 ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,

@@ -164,7 +164,8 @@ class DrZeroRecipe(RecipeBase):
                 "n_accepted": len(acc), "accept_rate": len(acc) / max(n_valid, 1),
                 "format_failure_rate": 1 - n_valid / max(len(comps), 1),
                 "scoring_agreement": float(np.mean(score["mu"])) if acc else None,
-                "hop_mix": {f"hop{h}": hops.count(h) for h in sorted(set(hops))},
+                "hop_mix": {f"hop{h}": hops.count(h) for h in sorted(set(hops))},  # asked (4:3:2:1)
+                "hop_mix_accepted": _mix([tasks[j].meta.get("difficulty") for j in acc]),  # as written
                 "rollouts": {"proposer": len(comps), "msv": msv_n, "score": len(acc) * dz.n_answers},
                 "loss": up.metrics}
 
@@ -250,6 +251,10 @@ class DrZeroRecipe(RecipeBase):
 
     def _audit(self, spec: StepSpec, w: StepWriter) -> dict:
         return steps.round_audit(self, spec, self.audit_items, w)
+
+
+def _mix(labels) -> dict[str, int]:
+    return {d: labels.count(d) for d in sorted({x for x in labels if x})}
 
 
 class CrossFitRecipe(DrZeroRecipe):

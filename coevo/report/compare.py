@@ -52,7 +52,7 @@ def plot_instruments(result: dict) -> str | None:
                 err = [[max(v - lo, 0)], [max(hi - v, 0)]] if lo is not None and hi is not None else None
                 ax.errorbar([x], [v], yerr=err, fmt="o", capsize=3, color=f"C{i}")
         ax.set_xticks(range(len(arms)))
-        ax.set_xticklabels(arms, fontsize=6, rotation=20)
+        ax.set_xticklabels(arms, fontsize=6, rotation=25, ha="right")
         ax.set_title(key.replace("_", " "), fontsize=9)
     for ax in list(axes.flat)[len(keys):]:
         ax.axis("off")

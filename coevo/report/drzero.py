@@ -26,7 +26,7 @@ def round_series(steps: list[dict]) -> dict:
     out: dict[int, dict] = {}
     for s in steps:
         r, m = s["round"], s["metrics"]
-        row = out.setdefault(r, {"proposer_reward": [], "hops": {}})
+        row = out.setdefault(r, {"proposer_reward": [], "hops": {}, "hops_accepted": {}})
         if s["phase"] == "audit":
             for key, _ in FF_KEYS:
                 if isinstance(m.get(key), dict):
@@ -35,8 +35,9 @@ def round_series(steps: list[dict]) -> dict:
         elif s["phase"] == "proposer":
             if _val(m.get("proposer_reward_mean")) is not None:
                 row["proposer_reward"].append(m["proposer_reward_mean"])
-            for h, n in (m.get("hop_mix") or {}).items():
-                row["hops"][h] = row["hops"].get(h, 0) + n
+            for key, mkey in (("hops", "hop_mix"), ("hops_accepted", "hop_mix_accepted")):
+                for h, n in (m.get(mkey) or {}).items():
+                    row[key][h] = row[key].get(h, 0) + n
     return {r: v for r, v in sorted(out.items()) if r > 0}
 
 
@@ -61,14 +62,16 @@ def plot_rounds(series: dict):
           for r in rounds if series[r]["proposer_reward"]]
     axes[2].plot([p[0] for p in pr], [p[1] for p in pr], marker="o")
     axes[2].set_title("proposer reward (mean)", fontsize=9)
-    hops = sorted({h for r in rounds for h in series[r]["hops"]})
-    bottom = [0.0] * len(rounds)
-    for h in hops:
-        tot = [sum(series[r]["hops"].values()) or 1 for r in rounds]
-        share = [series[r]["hops"].get(h, 0) / t for r, t in zip(rounds, tot)]
-        axes[3].bar(rounds, share, bottom=bottom, label=h)
-        bottom = [b + s for b, s in zip(bottom, share)]
-    axes[3].set_title("hop mix of the proposals", fontsize=9)
+    hops = sorted({h for r in rounds for k in ("hops", "hops_accepted") for h in series[r][k]})
+    for k, off, hatch in (("hops", -0.2, ""), ("hops_accepted", 0.2, "//")):
+        bottom = [0.0] * len(rounds)
+        tot = [sum(series[r][k].values()) or 1 for r in rounds]
+        for i, h in enumerate(hops):
+            share = [series[r][k].get(h, 0) / t for r, t in zip(rounds, tot)]
+            axes[3].bar([r + off for r in rounds], share, width=0.38, bottom=bottom, hatch=hatch,
+                        color=f"C{i}", label=h if k == "hops" else None)
+            bottom = [b + s for b, s in zip(bottom, share)]
+    axes[3].set_title("hop mix: asked (left) / accepted, as written (hatched)", fontsize=9)
     if hops:
         axes[3].legend(fontsize=7)
     for ax in axes:
@@ -95,9 +98,10 @@ def section(led, run_id: str, run_dir: Path) -> str:
         pr = s["proposer_reward"]
         rows.append([r, _fmt(s.get("false_agreement")), _fmt(s.get("false_agreement_auditor")),
                      _fmt(s.get("pseudo_label_accuracy")), f"{sum(pr) / len(pr):.3f}" if pr else "-",
-                     ", ".join(f"{h}:{n}" for h, n in sorted(s["hops"].items()))])
+                     ", ".join(f"{h}:{n}" for h, n in sorted(s["hops"].items())),
+                     ", ".join(f"{h}:{n}" for h, n in sorted(s["hops_accepted"].items()))])
     table = table_html(rows, ["round", "FF oracle (95% CI half-width)", "FF auditor", "pseudo-label accuracy",
-                              "proposer reward", "hop mix"])
+                              "proposer reward", "hop mix asked", "hop mix accepted"])
     fig = figure_html(png_data_uri(plot_rounds(series)),
                       "FF per round (oracle; auditor when configured), pseudo-label accuracy, proposer reward, "
                       "hop mix")

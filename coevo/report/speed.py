@@ -32,7 +32,7 @@ def plot_stages(steps: list[dict]) -> str:
     ax.set_ylim(bottom=0)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title("Seconds per step by stage (dots: model compute, part of the bars)")
-    ax.legend(fontsize=7, ncol=5)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars, never over them
     return png_data_uri(fig)
 
 

@@ -55,6 +55,7 @@ ORDER_RUBRIC = ("The solution first multiplies rate by time, then adds or subtra
                 "then converts to the asked unit.")
 TIME_SECONDS = {"s": 1, "min": 60, "h": 3600}
 AXES = ("arithmetic", "units", "final", "method")
+VACUOUS_ANSWER = "the distance follows from the rate and the time;the answer is in the asked unit"
 _QTY = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*([a-z]*)\s*$")
 _EXPR = re.compile(r"^\d+(?:[+\-*]\d+)*$")
 
@@ -243,6 +244,12 @@ class CriteriaWorld:
         """A ``CriteriaScorer`` with this world's channels (and judge endpoint, if any)."""
         return CriteriaScorer(self.channels, pool=pool, cache_store=cache_store, timeout_s=timeout_s,
                               judge_options=self.judge)
+
+    def probe_answers(self, task: Task, other: Task) -> dict[str, str]:
+        """Probe answers for ``task`` (seed 001's per-step baseline): its own reference
+        solution, the reference solution of another prompt, and a vacuous template."""
+        return {"own": self.entry(task).reference, "mismatched": self.entry(other).reference,
+                "vacuous": VACUOUS_ANSWER}
 
     def axis_accuracy(self, tasks: Sequence[Task], answers: Sequence[Optional[str]]) -> dict[str, float]:
         """Share of criteria in their desired state per axis (oracle verdicts: 1 for a reward

@@ -1,0 +1,210 @@
+"""CASA on ledger data (seed 001): rows into a DuckDB ledger, the instruments, the report, P1-P4.
+
+Synthetic groups only (verdict arrays drawn with numpy): three run directories, one per arm, with the
+same verdicts, so the arms differ only in their accounting."""
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from coevo.audit.casa import inflation_ratios, licensing_rates, phi_by_axis, rank_reversals
+from coevo.audit.casa_predictions import evaluate_casa_predictions, stress_break_rates
+from coevo.casa import views as casa_views
+from coevo.casa.config import CasaConfig
+from coevo.casa.probes import ProbePrompt, probe_answers, probe_summary, run_probes
+from coevo.casa.rows import rollout_rows
+from coevo.casa.scoring import Check, score_answer
+from coevo.casa.selfcheck import self_check_group
+from coevo.ledger.store import Ledger
+
+WEIGHTS = {"mech": [1.0, 2.0, 1.0, -1.0], "evid": [1.0, 1.0, 3.0]}
+PREC = {"mech": 0.877, "evid": 0.782}
+KINDS = ["numeric_unit", "sim_judge", "rule", "rule"]
+
+
+def _checks(rng, p_abstain: float):
+    out = []
+    for axis, ws in WEIGHTS.items():
+        for j, w in enumerate(ws):
+            v = int(rng.random() < (0.3 if w < 0 else 0.6))
+            if rng.random() < p_abstain:
+                out.append(Check(f"{axis}{j}", axis, w, None, ["timeout", "unparsable", "judge-unknown"][j % 3],
+                                 KINDS[j]))
+            else:
+                out.append(Check(f"{axis}{j}", axis, w, v, "", KINDS[j]))
+    return out
+
+
+def write_run(run_dir, arm: str, p_abstain: float, steps: int = 6, seed: int = 0, discount="one_minus_precision"):
+    """A run directory whose ledger holds CASA rows of ``steps`` x 3 prompts x one group of 4."""
+    rng = np.random.default_rng(seed)
+    rc = np.random.default_rng(seed + 1)  # the recheck draws: the verdicts stay identical across arms
+    cfg = CasaConfig(arm=arm, discount=discount if arm == "C" else None, precision=PREC)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    led = Ledger(run_dir / "ledger.duckdb")
+    run_id = f"casa-{arm}"
+    led.append("runs", [{"run_id": run_id, "created_at": 0.0, "recipe": "vgopd", "world": "criteria", "seed": seed,
+                         "config_yaml": f"casa:\n  arm: {arm}\n"}])
+    prompts = [ProbePrompt(f"t{i}", f"ref{i}") for i in range(3)]
+    for step in range(steps):
+        with led.step(run_id, step, 0, "student", step) as w:
+            for t in range(3):
+                experts = {"x": {f"{a}{j}": int(rng.random() < 0.7) for a, ws in WEIGHTS.items() for j in range(len(ws))},
+                           "y": {f"{a}{j}": (None if rng.random() < 0.2 else int(rng.random() < 0.5))
+                                 for a, ws in WEIGHTS.items() for j in range(len(ws))}}
+                group = [_checks(rng, p_abstain) for _ in range(4)]
+                out = self_check_group(step, f"t{t}/g0", group, experts, cfg)
+                for k, checks in enumerate(group):
+                    gates = out[arm]["gates"][k]
+                    rechecks = {(e.criterion_id, e.expert): int(rc.random() < 0.5) for e in gates}
+                    w.extend(rollout_rows(run_id, step, f"s{step}t{t}k{k}", f"t{t}", 0, arm, score_answer(checks),
+                                          checks, gates, rechecks))
+            w.add("probes", run_probes(run_id, step, prompts, lambda tid, ans: [
+                Check("c1", "mech", 1.0, int(ans == f"ref{tid[1:]}"), "", "numeric_unit"),
+                Check("c2", "mech", 1.0, None if "vacuous" not in ans and step % 2 else 0, "timeout", "sim_judge")]))
+    led.close()
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def arms(tmp_path_factory):
+    base = tmp_path_factory.mktemp("casa")
+    return {a: write_run(base / a, a, 0.05) for a in ("A", "B", "C")}
+
+
+def _cols(run_dir, arm):
+    led = Ledger(run_dir / "ledger.duckdb", read_only=True)
+    try:
+        return casa_views.criterion_score_columns(led, f"casa-{arm}"), casa_views.gate_columns(led, f"casa-{arm}")
+    finally:
+        led.close()
+
+
+def f(col):
+    return np.array([np.nan if v is None else float(v) for v in col])
+
+
+def test_inflation_identity_on_ledger_data(arms):
+    sc, _ = _cols(arms["B"], "B")
+    assert len(sc["step"]) == 6 * 3 * 4 * 2
+    inf = inflation_ratios(f(sc["r_raw"]), f(sc["r_tilde_raw"]), f(sc["phi"]))
+    assert inf["n"] > 50 and inf["n_zero"] > 0  # penalties / all-fail rows with r~ = 0 are excluded
+    np.testing.assert_allclose(inf["measured"], inf["predicted"], rtol=1e-13, atol=0)
+    # the clipped values too: wherever r~ > 0 and no clip applies, r / r~ = 1 / (1 - phi)
+    r, rt, ph = f(sc["r"]), f(sc["r_tilde"]), f(sc["phi"])
+    ok = (rt > 0) & (ph < 1)
+    np.testing.assert_allclose(r[ok] / rt[ok], 1 / (1 - ph[ok]), rtol=1e-13)
+    assert np.all(f(sc["r_raw"])[np.isfinite(f(sc["r_raw"]))] <= 1.0)  # the top clip never binds (docs/casa.md)
+    ab = [json.loads(x) for x in sc["abstained_json"]]
+    assert sum(len(a) for a in ab) == int(f(sc["n_abstained"]).sum()) > 0
+    assert set().union(*[set(a.values()) for a in ab]) <= {"timeout", "unparsable", "judge-unknown"}
+
+
+def test_phi_reversals_licensing_instruments(arms):
+    sc, gt = _cols(arms["C"], "C")
+    est = phi_by_axis(sc["axis"], f(sc["W_A"]), f(sc["W"]), f(sc["r_tilde"]), f(sc["r"]))
+    assert set(est) == {"mech", "evid"} and all(0 < e.value < 0.5 for e in est.values())
+    groups = list(zip(sc["step"], sc["task_id"], sc["group_idx"], sc["axis"]))
+    rr = rank_reversals(groups, f(sc["r_tilde_raw"]), f(sc["phi"]))
+    assert rr["n_pairs"] > 0 and rr["n_exact"] >= rr["n_approx"]  # the approximation never over-counts
+    lr = licensing_rates(sc["axis"], f(sc["n_failed"]), f(sc["n_failed_licensed"]), f(sc["n_abstain_candidates"]),
+                         f(sc["n_abstain_licensed"]))
+    assert 0 < lr["mech"]["failure"]["rate"] <= 1 and lr["mech"]["abstention"]["licensed"] > 0
+    assert {"failure", "abstention"} == set(gt["channel"])
+    assert len(gt["step"]) == int(sum(1 for _ in gt["expert"]))
+
+
+def test_probes_rows_and_summary(arms):
+    assert [a[1] for a in probe_answers([ProbePrompt("t0", "r0"), ProbePrompt("t1", "r1")])][:3] == [
+        "own_reference", "mismatched_reference", "vacuous"]
+    assert [a[1] for a in probe_answers([ProbePrompt("t0", "r0")])] == ["own_reference", "vacuous"]
+    rows = run_probes("r", 1, [ProbePrompt("t0", "ref0"), ProbePrompt("t1", "ref1")],
+                      lambda tid, ans: [Check("c1", "m", 1.0, int(ans == f"ref{tid[1:]}"), "", "rule")])
+    s = probe_summary(rows)
+    assert s["own_reference"]["pass_rate"] == 1.0 and s["mismatched_reference"]["pass_rate"] == 0.0
+    assert rows[1]["probe_id"] == "t0:ref_of:t1:c1"
+    led = Ledger(arms["A"] / "ledger.duckdb", read_only=True)
+    try:
+        pr = casa_views.probe_rates(led, "casa-A")
+    finally:
+        led.close()
+    assert {r["kind"] for r in pr} == {"own_reference", "mismatched_reference", "vacuous"}
+    own = [r for r in pr if r["kind"] == "own_reference"]
+    assert [r["abstention_rate"] for r in own[:2]] == [0.0, 0.5]  # the drifting verifier shows up per step
+
+
+def test_report_section(arms):
+    from coevo.report.casa import section
+
+    led = Ledger(arms["C"] / "ledger.duckdb", read_only=True)
+    try:
+        html = section(led, "casa-C", arms["C"])
+    finally:
+        led.close()
+    assert html.count("<img") == 5 and "rank reversals" in html and "probes per step" in html
+
+
+def test_predictions_three_arms(arms, tmp_path):
+    stress = tmp_path / "stress.json"
+    stress.write_text(json.dumps({"by_kind": {"numeric_unit": {"n": 50, "broken": 0}, "rule": {"n": 30, "broken": 0},
+                                              "llm_judge": {"n": 40, "broken": 1}}}))
+    P = {p["id"]: p for p in evaluate_casa_predictions([arms["A"], arms["B"], arms["C"]], stress)}
+    assert set(P) == {"CASA-P1", "CASA-P2", "CASA-P3", "CASA-P4"}
+    assert P["CASA-P1"]["status"] == "evaluated" and P["CASA-P1"]["value"] >= 0.10
+    assert P["CASA-P1"]["verdict"].startswith("holds")
+    p2 = P["CASA-P2"]
+    assert p2["verdict"] == "holds" and p2["value"] == 0.0 and set(p2["extra"]["per_pair"]) == {"A-B", "A-C", "B-C"}
+    p3 = P["CASA-P3"]
+    assert p3["value"] < 1.0 and p3["ci_high"] < 1.0 and p3["verdict"] == "holds"
+    assert p3["extra"]["new_effective_over_raw"] == pytest.approx(1 - 0.877, abs=0.1)
+    assert p3["extra"]["n_rechecked"] == p3["extra"]["n_new_entries"] > 0
+    p4 = P["CASA-P4"]
+    assert p4["value"] == pytest.approx(1 / 40) and "termination line crossed" in p4["verdict"]
+    assert "point estimate only" in p4["verdict"]  # Wilson upper of 1/40 reaches past 8%
+
+
+def test_predictions_null_and_single_arm(tmp_path):
+    run = write_run(tmp_path / "null", "A", 0.0, steps=3)
+    P = {p["id"]: p for p in evaluate_casa_predictions([run])}
+    assert P["CASA-P1"]["value"] == 0.0 and "termination line crossed" in P["CASA-P1"]["verdict"]
+    assert P["CASA-P2"]["verdict"] == "holds" and P["CASA-P2"]["extra"]["max_abs_difference"] == 0.0
+    assert P["CASA-P3"]["status"] == "not evaluable" and "arm-C" in P["CASA-P3"]["reason"]
+    assert P["CASA-P4"]["status"] == "not evaluable"
+    (run / "stress.json").write_text(json.dumps([{"kind": "sandbox_py", "n": 40, "broken": 2},
+                                                 {"kind": "llm_judge", "n": 40, "broken": 8}]))
+    p4 = {p["id"]: p for p in evaluate_casa_predictions([run])}["CASA-P4"]
+    assert p4["verdict"] == "bank-bottleneck claim stands" and "llm_judge inside" in p4["line"]
+    assert stress_break_rates(run / "stress.json")["sandbox_py"]["vs_reference"] == "overlaps"
+
+
+def test_null_check_arms_identical(tmp_path):
+    cols = [_cols(write_run(tmp_path / a, a, 0.0, steps=2), a)[0] for a in ("A", "B", "C")]
+    assert all(np.all(f(c["phi"]) == 0) for c in cols)
+    assert cols[0]["reward"] == cols[1]["reward"] == cols[2]["reward"]
+
+
+def test_audit_runs_wires_casa_predictions(arms):
+    from coevo.audit.run_audit import audit_runs
+
+    res = audit_runs([arms["A"], arms["C"]], predictions=True)
+    ids = [p["id"] for p in res["predictions"]]
+    assert ids[:6] == ["P1", "P2", "P3", "P4", "P5", "P6"] and ids[6:] == ["CASA-P1", "CASA-P2", "CASA-P3", "CASA-P4"]
+    assert not any(re.search("evaluation failed", p.get("reason", "")) for p in res["predictions"])
+
+
+def test_cli_casa_predictions(arms, tmp_path):
+    from typer.testing import CliRunner
+
+    from coevo.cli import app
+
+    stress = tmp_path / "s.json"
+    stress.write_text(json.dumps({"kinds": {"rule": {"n": 10, "n_broken": 0}, "sim_judge": {"n": 10, "break_rate": 0.3}}}))
+    r = CliRunner().invoke(app, ["casa", "predictions", str(arms["B"]), "--stress", str(stress), "--json"])
+    assert r.exit_code == 0, r.output
+    P = {p["id"]: p for p in json.loads(r.output)}
+    assert P["CASA-P4"]["value"] == pytest.approx(0.3) and P["CASA-P4"]["extra"]["by_kind"]["sim_judge"]["broken"] == 3
+    bad = CliRunner().invoke(app, ["casa", "predictions", str(tmp_path / "nope")])
+    assert bad.exit_code == 2 and "run directory not found" in bad.output
