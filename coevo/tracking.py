@@ -106,7 +106,7 @@ def read_scalars(logdir: Path) -> dict[str, list[tuple[int, float]]]:
             evs.append(ev)
         files.append((f.name, evs))
     out: dict[str, list[tuple[int, float]]] = {}
-    for _, evs in sorted(files):  # by name, as TensorBoard reads them (the name starts with the second)
+    for _, evs in sorted(files, key=lambda t: t[0]):  # by name, as TensorBoard reads them (name = second first)
         for ev in evs:
             if ev.HasField("session_log") and ev.session_log.status == SessionLog.START:
                 out = {t: [(s, v) for s, v in pts if s < ev.step] for t, pts in out.items()}

@@ -9,27 +9,32 @@ import pytest
 from conftest import run_coevo
 from coevo.audit.compare import arm_config, compare_runs
 
-TINY = ["-q", "--set", "synco.rounds=1", "--set", "synco.steps_per_round=2", "--set", "synco.tasks_per_step=8",
-        "--set", "synco.audit_samples=4", "--set", "world.eval_per_level=4", "--set", "verify.workers=0",
-        "--set", "tracking.tensorboard=false"]
-ARMS = {"synco": ["--recipe", "synco"], "full": ["--recipe", "rgbc", "--set", "rgbc.arm=full"],
-        "mu_tilde": ["--recipe", "rgbc", "--set", "rgbc.arm=mu_tilde"],
-        "rgbc-synco": ["--recipe", "rgbc", "--set", "rgbc.arm=synco"]}
+TINY = ["synco.rounds=1", "synco.steps_per_round=2", "synco.tasks_per_step=8", "synco.audit_samples=4",
+        "world.eval_per_level=4", "verify.workers=0", "tracking.tensorboard=false"]
+ARMS = {"synco": ["recipe=synco"], "full": ["recipe=rgbc", "rgbc.arm=full"],
+        "mu_tilde": ["recipe=rgbc", "rgbc.arm=mu_tilde"], "rgbc-synco": ["recipe=rgbc", "rgbc.arm=synco"]}
+
+
+def tiny_run(out, *sets: str):
+    """`coevo run -q --out OUT --recipe R --set ...`, in this process (the CLI's import time saved)."""
+    from coevo.config import PRESET_DIR, load_config
+    from coevo.runner import run_from_config
+
+    recipe = next(x.split("=", 1)[1] for x in sets if x.startswith("recipe="))
+    preset = recipe if (PRESET_DIR / f"{recipe}.yaml").is_file() else "cpu"
+    return run_from_config(load_config(preset, overrides=[*TINY, *sets]), out, quiet=True)
 
 
 @pytest.fixture(scope="module")
 def arm_runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("arms")
-    out = {}
-    for name, args in ARMS.items():
-        out[name] = root / name
-        run_coevo("run", "--out", str(out[name]), *TINY, *args)
-    return out
+    return {name: tiny_run(root / name, *sets) for name, sets in ARMS.items()}
 
 
 def test_four_arms_one_table_and_json_equals_audit(arm_runs, tmp_path):
     dirs = [str(d) for d in arm_runs.values()]
-    p = run_coevo("compare", *dirs)
+    out = tmp_path / "cmp" / "compare.html"
+    p = run_coevo("compare", "--html", str(out), *dirs)
     assert p.stdout.count("coevo compare · 4 runs · 4 arms") == 1
     assert "per arm: mean over seeds" not in p.stdout  # one run per arm: no second table
     rows = [ln for ln in p.stdout.splitlines() if re.match(r"^│ (synco|rgbc/)", ln)]
@@ -37,9 +42,9 @@ def test_four_arms_one_table_and_json_equals_audit(arm_runs, tmp_path):
     res = json.loads(run_coevo("compare", "--json", *dirs).stdout)
     assert [r["arm_label"] for r in res["runs"]] == ["synco", "rgbc/full", "rgbc/mu_tilde", "rgbc/synco"]
     assert res["differs"] == ["recipe", "rgbc.arm"]
-    for r, d in zip(res["runs"], dirs):
-        audit = json.loads(run_coevo("audit", "--json", d).stdout)["runs"][0]
-        assert r["instruments"] == audit["instruments"]  # the same numbers, computed once in coevo.audit
+    audit = json.loads(run_coevo("audit", "--json", *dirs).stdout)["runs"]
+    for r, d, a in zip(res["runs"], dirs, audit):
+        assert a["run_dir"] == d and r["instruments"] == a["instruments"]  # the same numbers, computed once
         summary = json.loads((arm_runs[next(k for k, v in arm_runs.items() if str(v) == d)] / "summary.json")
                              .read_text())
         assert r["summary"]["final_eval"] == summary["rounds"][-1]["solver_eval_accuracy"]["overall"]
@@ -52,8 +57,6 @@ def test_four_arms_one_table_and_json_equals_audit(arm_runs, tmp_path):
     for a, r in zip(res["arms"], res["runs"]):
         m = a["instruments"]["bearing_rate"]
         assert (m["n_runs"], m["mean"], m["range"]) == (1, r["instruments"]["bearing_rate"]["value"], 0.0)
-    out = tmp_path / "cmp" / "compare.html"
-    run_coevo("compare", "--html", str(out), *dirs)
     page = out.read_text()
     assert page.count("<img ") == 2 and page.count("data:image/png;base64,") == 2
     assert "rgbc/mu_tilde" in page
@@ -62,7 +65,7 @@ def test_four_arms_one_table_and_json_equals_audit(arm_runs, tmp_path):
 def test_seeds_of_one_config_are_one_arm_with_range(arm_runs, tmp_path):
     """A second seed of the full arm joins its arm; mean and range = seed_range by hand."""
     seed1 = tmp_path / "full-seed1"
-    run_coevo("run", "--out", str(seed1), *TINY, *ARMS["full"], "--set", "seed=1")
+    tiny_run(seed1, *ARMS["full"], "seed=1")
     res = compare_runs([arm_runs["full"], seed1, arm_runs["synco"]])
     assert [a["label"] for a in res["arms"]] == ["rgbc/full", "synco"]
     full = res["arms"][0]

@@ -148,7 +148,8 @@ def test_failing_tracker_warns_once_and_never_raises(tmp_path, capsys, monkeypat
     lines = [ln for ln in capsys.readouterr().out.splitlines() if ln]
     assert len(lines) == 1 and "ZeroDivisionError" in lines[0] and tr.writers == {}
     # a missing package
-    monkeypatch.setitem(sys.modules, "tensorboardX", None)
+    for mod in ("tensorboardX", "tensorboardX.event_file_writer", "tensorboardX.proto.event_pb2"):
+        monkeypatch.setitem(sys.modules, mod, None)
     (tmp_path / "tensorboard").unlink()
     tr = open_tracker(cfg, tmp_path, led, "r1")
     led.close()

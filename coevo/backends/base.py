@@ -105,6 +105,10 @@ class Policy(Protocol):
     gradient of the unsplit batch (``coevo.stages.core.grpo_update``).
     ``token_prefixes`` in ``sample``: per prompt, token ids appended after the encoded prompt
     (and ``response_prefix``): the completion continues from them (multi-turn episodes).
+    Optional (not every backend has it; check with ``hasattr``):
+    ``completion_logprobs(batch) -> list[list[float]]``, the per-token log-probs of each
+    completion's ``token_ids`` under this policy at temperature 1, no gradient (VG-OPD: a frozen
+    teacher scores the student's tokens; tiny backend).
     """
 
     name: str

@@ -339,6 +339,18 @@ class TinyPolicy:
         logits = model(idx, attn)[:, :-1, :] / temps[:, None, None]
         return token_logprobs(logits, idx[:, 1:])
 
+    @torch.no_grad()
+    def completion_logprobs(self, batch: Sequence[Completion]) -> list[list[float]]:
+        """log p(token | prompt, earlier tokens) of each completion's ``token_ids`` under this
+        policy's current weights at temperature 1 (no gradient; e.g. a teacher on a student's tokens)."""
+        if not batch:
+            return []
+        self.model.eval()
+        idx, attn, _, _, _ = self._batch_tensors(batch)
+        lp = self._token_logprobs(self.model, idx, attn, torch.ones(len(batch)))
+        return [lp[r, len(c.prompt_ids) - 1:len(c.prompt_ids) - 1 + len(c.token_ids)].tolist()
+                for r, c in enumerate(batch)]
+
     def forward_backward(self, batch: Sequence[Completion], advantages: Sequence[Any], loss: LossConfig,
                          scale: float = 1.0, num_active_tokens: int | None = None) -> dict:
         """Accumulate the gradient of ``scale`` x ``coevo.rl.grpo.policy_loss`` on ``batch``.

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 BUILTIN = {"rzero": "coevo.recipes.rzero", "synco": "coevo.recipes.rgbc", "rgbc": "coevo.recipes.rgbc",
-           "drzero": "coevo.recipes.drzero", "crossfit": "coevo.recipes.drzero", "msv+crossfit": "coevo.recipes.drzero"}
+           "drzero": "coevo.recipes.drzero", "crossfit": "coevo.recipes.drzero", "msv+crossfit": "coevo.recipes.drzero",
+           "vgopd": "coevo.recipes.vgopd"}
 
 
 class RecipeNotFound(Exception):

@@ -1,13 +1,14 @@
 """Criteria world (SPEC §3, seed 001): multi-step unit problems with per-criterion truth.
 
 Each prompt (``coevo.worlds.criteria_gen.Problem``) is a bank entry
-(``coevo.criteria.bank.BankEntry``, ``world.entry(task)``) with seven criteria over four
+(``coevo.criteria.bank.BankEntry``, ``world.entry(task)``) with eight criteria over four
 capability axes and four verifier kinds::
 
     id           axis        weight  kind          reads    passes when
     dist         arithmetic   1      numeric_unit  step:1   rate x time in the source unit
     setup        method       0.5    sympy_equiv   expr:1   step 1's expression equals rate*time
     total        arithmetic   1      numeric_unit  step:2   distance +- extra
+    convert      units        1      rule (regex)  expr:3   step 3 multiplies by the right factor
     final_value  final        2      numeric_unit  final    the answer's value (any length unit)
     final_unit   units        1      rule (regex)  final    the answer is in the asked unit
     wrong_unit   units       -1      rule (regex)  all      PENALTY: a quantity in a time unit
@@ -61,7 +62,7 @@ _EXPR = re.compile(r"^\d+(?:[+\-*]\d+)*$")
 
 
 def problem_criteria(p: Problem, judge: bool = False) -> list[Criterion]:
-    """The seven criteria of one problem (``judge``: the order criterion is an llm_judge)."""
+    """The eight criteria of one problem (``judge``: the order criterion is an llm_judge)."""
     word = "adding" if p.op == "+" else "subtracting"
     order = ({"rubric": ORDER_RUBRIC} if judge else
              {"rubric": ORDER_RUBRIC, "proxy": {"kind": "rule", "spec": {"pattern": ORDER_PATTERN}}})
@@ -72,6 +73,8 @@ def problem_criteria(p: Problem, judge: bool = False) -> list[Criterion]:
          {"expr": f"{p.rate}*{p.time}"}),
         ("total", f"after {word} {p.extra} {p.src} the distance is {p.total} {p.src}", 1.0, "arithmetic",
          "numeric_unit", "step:2", {"value": p.total, "unit": p.src}),
+        ("convert", f"the conversion {p.src} to {p.dst} multiplies by {p.factor}", 1.0, "units", "rule", "expr:3",
+         {"mode": "regex", "pattern": f"(^|\\*) ?{p.factor} ?(\\*|$)"}),
         ("final_value", f"the answer is {p.final} {p.dst} (any length unit)", 2.0, "final", "numeric_unit", "final",
          {"value": p.final, "unit": p.dst}),
         ("final_unit", f"the answer is stated in {p.dst}", 1.0, "units", "rule", "final",

@@ -1,0 +1,205 @@
+"""VG-OPD (SPEC §3, seed 001): verifier-gated multi-expert on-policy distillation, with CASA's arms A/B/C.
+
+Roles: ``student`` (trainable) and one frozen expert teacher per shipped ``coevo/assets/criteria_expert_*.pt``
+(role ``expert_<name>``).  Each step, for ``prompts`` training prompts of the criteria world:
+
+1. a GRPO group of ``group`` student answers per prompt (``draw_group``);
+2. the experts' greedy answers, sampled once per prompt and cached in the recipe state;
+3. every answer (student and expert) checked against every criterion of the prompt through the run
+   verifier (pool, cache, criterion ids); one ``verdicts`` row per (answer, criterion), abstentions
+   included with their reasons; the expert's verdicts are its ONE cached verdict per (group, expert);
+4. per group the zero-abstention self-check (``coevo.casa.selfcheck.self_check_group``: stops the run
+   with one line naming step and group if the arms differ where no rollout abstained), which also gives
+   the run arm's rewards and gate entries (failure set, licensing by Delta' > delta, arm C's
+   low-confidence channel with its explicit discount);
+5. CASA rows per (rollout, axis) and per licence (``coevo.casa.rows.rollout_rows``), licences re-checked
+   against the world's deterministic oracle;
+6. one GRPO step on the student: group advantages of the arm's reward plus, on licensed rollouts, the
+   gated-KL token advantage (teacher log-probs of the student's own tokens; localisation rule in
+   ``coevo.casa.gating.gated_kl_advantages``);
+7. the three probes (own reference, mismatched reference, vacuous template) re-scored.
+Docs: docs/vgopd.md, docs/casa.md.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+from pydantic import Field
+
+from coevo.backends.base import SamplingParams
+from coevo.casa.config import CasaConfig
+from coevo.casa.probes import ProbePrompt, run_probes
+from coevo.casa.rows import rollout_rows
+from coevo.casa.scoring import score_answer
+from coevo.casa.selfcheck import CasaSelfCheckError, self_check_group
+from coevo.config import Strict
+from coevo.ledger.rows import rollout_row
+from coevo.ledger.store import StepWriter
+from coevo.recipes.base import RecipeBase, StepSpec, round_plan
+from coevo.recipes.registry import RecipeInfo, RoleSpec
+from coevo.recipes.vgopd_steps import (criteria_scorer, expert_values, finite_or_none, rechecks_for, score_items,
+                                       step_metrics, token_advantages, verdict_rows)
+from coevo.rl.grpo import group_advantages
+from coevo.stages.core import solve, to_groups
+from coevo.stages.group import draw_group, update_role
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+EXPERT_PREFIX = "criteria_expert_"
+
+
+class VgopdConfig(Strict):
+    rounds: int = Field(2, ge=1)
+    steps_per_round: int = Field(8, ge=1, description="student GRPO steps per round (an evaluation follows)")
+    prompts: int = Field(16, ge=1, description="training prompts per step (one GRPO group each)")
+    group: int = Field(8, ge=2, description="G: student rollouts per prompt")
+    expert_max_tokens: int = Field(56, ge=1, description="token limit of the experts' greedy answers")
+    probe_prompts: int = Field(3, ge=0, description="prompts probed every step (first of the held-out set)")
+    axis_weights: dict[str, float] = Field(default_factory=dict, description="weights of the axis rewards in "
+                                           "the answer's reward (missing axes: 1)")
+    recheck: bool = Field(True, description="re-check every licence against the world's deterministic oracle")
+
+
+def expert_roles() -> tuple[RoleSpec, ...]:
+    """One frozen teacher role per shipped expert asset (``criteria_expert_<name>.pt`` -> ``expert_<name>``)."""
+    names = sorted(p.name[len(EXPERT_PREFIX):-3] for p in ASSETS.glob(f"{EXPERT_PREFIX}*.pt"))
+    return tuple(RoleSpec(f"expert_{n}", trainable=False, asset=f"{EXPERT_PREFIX}{n}", seed_offset=i + 1)
+                 for i, n in enumerate(names))
+
+
+SUMMARY = ("reward_mean", "phi_p95", "inflation_mean", "rank_reversals", "licensing_rate", "acc_arithmetic",
+           "acc_units", "acc_final", "acc_method")
+
+RECIPES = {"vgopd": RecipeInfo(
+    name="vgopd", factory="coevo.recipes.vgopd:VgopdRecipe",
+    roles=(RoleSpec("student", asset="criteria_student", seed_offset=0, lr="lr_solver"), *expert_roles()),
+    sections={"vgopd": VgopdConfig, "casa": CasaConfig}, worlds=("criteria",),
+    summary_columns=SUMMARY, report_sections=("coevo.report.casa:section",),
+    description="VG-OPD: verifier-gated multi-expert distillation under CASA's arms A / B / C")}
+
+
+class VgopdRecipe(RecipeBase):
+    name = "vgopd"
+    solver_role = "student"
+
+    def __init__(self, cfg, world, policies: dict, run_id: str, verifier) -> None:
+        super().__init__(cfg, world, policies, run_id, verifier)
+        self.student = policies["student"]
+        self.experts = {r: p for r, p in sorted(policies.items()) if r.startswith("expert_")}
+        if not self.experts:
+            raise ValueError("vgopd needs at least one expert role (coevo/assets/criteria_expert_*.pt)")
+        self.vc, self.casa = cfg.vgopd, cfg.casa
+        self.scorer = criteria_scorer(world, verifier)
+        self.expert_answers: dict[str, dict[str, Optional[str]]] = {r: {} for r in self.experts}
+        evals = list(self.eval_tasks)
+        self.probe_tasks = evals[:self.vc.probe_prompts]
+
+    def plan(self) -> list[StepSpec]:
+        return round_plan(self.vc.rounds, [("train", self.vc.steps_per_round)])
+
+    def state_dict(self) -> dict:
+        return {"expert_answers": {r: dict(d) for r, d in self.expert_answers.items()}}
+
+    def load_state_dict(self, st: dict) -> None:
+        for r, d in (st.get("expert_answers") or {}).items():
+            self.expert_answers.setdefault(r, {}).update(d)
+
+    # ------------------------------------------------------------------ experts
+    def _expert_greedy(self, spec: StepSpec, tasks, w: StepWriter) -> dict[str, list[Optional[str]]]:
+        """Each expert's greedy answer per task, sampled once per prompt and cached (new ones get a rollout row)."""
+        sp = SamplingParams(greedy=True, temperature=0.0, max_new_tokens=self.vc.expert_max_tokens)
+        rows = []
+        for role, pol in self.experts.items():
+            cache = self.expert_answers[role]
+            todo = list({t.task_id: t for t in tasks if t.task_id not in cache}.values())
+            for t, comps in zip(todo, solve(pol, self.world, todo, 1, sp)):
+                cache[t.task_id] = self.world.extract_answer(comps[0].text)
+                rows.append(rollout_row(self.run_id, spec.round, spec.step, f"{t.task_id}-{role}-greedy", t.task_id,
+                                        role, "expert-greedy", 0, comps[0], cache[t.task_id]))
+        w.add("rollouts", rows)
+        return {role: [self.expert_answers[role][t.task_id] for t in tasks] for role in self.experts}
+
+    # ------------------------------------------------------------------ one step
+    def _train(self, spec: StepSpec, w: StepWriter) -> dict:
+        vc, G = self.vc, self.vc.group
+        tasks = self.world.sample_tasks(vc.prompts, seed=spec.step)
+        ctx = self.ctx(spec)
+        g = draw_group(ctx, self.student, tasks, G, self.sp, "train", {"oracle": [self.world.oracle(t) for t in tasks]},
+                       role="student", rid="{task}-s{step}-train-{k}")
+        w.extend(g.rows)
+        ex_ans = self._expert_greedy(spec, tasks, w)
+        ids = [r["rollout_id"] for r in g.rows["rollouts"]]
+        flat = [(t, a) for t, ans in zip(tasks, g.answers) for a in ans]
+        checks, verdicts = score_items(self.world, self.scorer, flat)
+        e_items = [(t, ex_ans[r][j]) for r in self.experts for j, t in enumerate(tasks)]
+        e_checks, e_verdicts = score_items(self.world, self.scorer, e_items)
+        vrows = [row for i, (t, _) in enumerate(flat) for row in verdict_rows(self.run_id, spec.step, ids[i],
+                                                                              t.task_id, verdicts[i])]
+        for n, (t, _) in enumerate(e_items):
+            role = list(self.experts)[n // len(tasks)]
+            vrows += verdict_rows(self.run_id, spec.step, f"{t.task_id}-{role}-s{spec.step}", t.task_id, e_verdicts[n])
+        w.add("verdicts", vrows)
+        rewards, gates, n_checked = self._groups(spec, tasks, checks, e_checks, ex_ans, ids, g.answers, w)
+        seq = group_advantages(to_groups(rewards, G), ctx.advantage_scale).flatten().numpy()
+        adv, taught = token_advantages(self.student, self.experts, g.completions(), seq.tolist(), gates,
+                                       self.casa.kl_coef, self.casa.kl_tau, self.casa.kl_clip)
+        comps = [{"arm": self.casa.arm, "n_licences": len(gt), "taught_tokens": taught[i]} for i, gt in enumerate(gates)]
+        up = update_role(ctx, self.student, "student", g.completions(), np.asarray(rewards), G, ids,
+                         [t.task_id for t, _ in flat], comps, advantages=adv)
+        w.extend(up.rows)
+        self._probes(spec, w)
+        return self._metrics(w, flat, rewards, taught, n_checked, up.metrics)
+
+    def _groups(self, spec, tasks, checks, e_checks, ex_ans, ids, answers, w: StepWriter):
+        """Per group: self-check (all arms when no rollout abstained), the run arm's rewards and gates, and
+        the CASA rows.  A self-check failure stops the run with its one-line message."""
+        from coevo.runner import RunError
+
+        G, roles = self.vc.group, list(self.experts)
+        rewards, gates, n_checked, rows = [], [], 0, {"criterion_scores": [], "casa_gates": []}
+        for j, t in enumerate(tasks):
+            cj = checks[j * G:(j + 1) * G]
+            ev = {r: expert_values(e_checks[k * len(tasks) + j]) for k, r in enumerate(roles)}
+            try:
+                outs = self_check_group(spec.step, f"{j} ({t.task_id})", cj, ev, self.casa, self.vc.axis_weights)
+            except CasaSelfCheckError as e:
+                raise RunError(str(e)) from None
+            n_checked += int(len(outs) > 1)
+            out = outs[self.casa.arm]
+            rewards += out["rewards"]
+            gates += out["gates"]
+            for k in range(G):
+                i = j * G + k
+                rc = rechecks_for(self.world, t, answers[j][k], {r: ex_ans[r][j] for r in roles},
+                                  out["gates"][k]) if self.vc.recheck else {}
+                for table, rs in rollout_rows(self.run_id, spec.step, ids[i], t.task_id, j, self.casa.arm,
+                                              score_answer(cj[k]), cj[k], out["gates"][k], rc).items():
+                    rows[table] += rs
+        for table, rs in rows.items():
+            w.add(table, rs)
+        self._score_rows = rows["criterion_scores"]
+        return rewards, gates, n_checked
+
+    def _probes(self, spec: StepSpec, w: StepWriter) -> None:
+        if not self.probe_tasks:
+            return
+        by_id = {t.task_id: t for t in self.probe_tasks}
+        prompts = [ProbePrompt(t.task_id, self.world.entry(t).reference) for t in self.probe_tasks]
+        vac = getattr(self.world, "probe_answers", None)
+        kw = {"vacuous": vac(self.probe_tasks[0], self.probe_tasks[0])["vacuous"]} if vac else {}
+
+        def score(task_id: str, answer: str):
+            return score_items(self.world, self.scorer, [(by_id[task_id], answer)])[0][0]
+
+        w.add("probes", run_probes(self.run_id, spec.step, prompts, score, **kw))
+
+    def _metrics(self, w, flat, rewards, taught, n_checked, loss) -> dict:
+        m = step_metrics(self._score_rows, self.casa.rank_delta)
+        acc = getattr(self.world, "axis_accuracy", None)
+        if acc is not None:
+            for a, v in acc([t for t, _ in flat], [a for _, a in flat]).items():
+                m[f"acc_{a}"] = finite_or_none(v)
+        m.update({"answer_reward_mean": finite_or_none(np.mean(rewards)), "self_checked_groups": n_checked,
+                  "taught_tokens": int(sum(taught)), "arm": self.casa.arm, "loss": loss})
+        return m
