@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Literal, Optional, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 PRESET_DIR = Path(__file__).parent / "presets"
 
@@ -167,6 +167,27 @@ class ExecutorConfig(Strict):
         return v
 
 
+class JudgeEndpoint(Strict):
+    base_url: str = Field(..., min_length=1, description="OpenAI-compatible /v1 root")
+    model: str = Field(..., min_length=1)
+    api_key_env: str = Field("OPENAI_API_KEY", description="the environment variable holding the key (never the key)")
+    timeout_s: float = Field(30.0, gt=0)
+    retries: int = Field(3, ge=0)
+
+
+class TruthConfig(Strict):
+    """Truth of pseudo-labels / references where the world has no oracle (coevo.audit.truth)."""
+
+    judge: Optional[JudgeEndpoint] = Field(None, description="an LLM judge asked whether an answer is correct")
+    references: Optional[str] = Field(None, description="JSONL of question + answer(s), matched by question text")
+
+    @model_validator(mode="after")
+    def _one(self) -> "TruthConfig":
+        if self.judge is not None and self.references is not None:
+            raise ValueError("set one of truth.judge and truth.references, not both")
+        return self
+
+
 class RunConfig(Strict):
     """Core sections here; each recipe's own sections (``rzero``, ``synco``, ``rgbc``, ...) are
     pydantic models declared by the recipe (``RecipeInfo.sections``), validated by
@@ -189,6 +210,7 @@ class RunConfig(Strict):
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    truth: TruthConfig = Field(default_factory=TruthConfig)
 
 
 def available_presets() -> list[str]:

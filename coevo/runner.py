@@ -374,6 +374,9 @@ def build_summary(led: Ledger, run_id: str, cfg: RunConfig) -> dict:
         for col, v in recipe_columns(steps, r, [c for c in columns if c in row and row[c] is None],
                                      whole_only=True).items():  # a round estimate where the ledger view has none
             row[col] = v
+        for col, v in recipe_columns(steps, r, recipe_info(cfg).optional_summary_columns).items():
+            if v is not None:  # e.g. R-Zero's pseudo-label accuracy by a judge, only when one is configured
+                row[col] = v
         rounds.append(row)
     init = views.eval_accuracy(led, run_id, 0)
     counts = views.eval_counts(led, run_id, 0)

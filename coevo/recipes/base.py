@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from coevo.backends.base import LossConfig, SamplingParams
+from coevo.audit.truth import truth_from_config
 from coevo.config import RunConfig
 from coevo.ledger.store import StepWriter
 from coevo.stages.evaluate import evaluate_solver
@@ -62,6 +63,7 @@ class RecipeBase:
         self.loss = loss_config(cfg)
         self.sp = sampling_params(cfg)
         self.eval_tasks = list(world.eval_set())
+        self.truth = truth_from_config(getattr(cfg, "truth", None), verifier)  # no-oracle truth (judge / file)
 
     def plan(self) -> list[StepSpec]:  # pragma: no cover - every recipe defines it
         raise NotImplementedError

@@ -44,6 +44,7 @@ class RecipeInfo:
     sections: dict[str, Any] = field(default_factory=dict)  # config section name -> pydantic model class
     worlds: tuple[str, ...] = ()  # world names it supports (empty = any)
     summary_columns: tuple[str, ...] = ()  # per-round keys of summary.json shown in the round table
+    optional_summary_columns: tuple[str, ...] = ()  # per-round keys kept only in rounds whose steps have them
     report_sections: tuple[str, ...] = ()  # "module:function", each (ledger, run_id) -> HTML fragment
     description: str = ""
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
+from coevo.audit.auditor import audit_agreement
 from coevo.audit.instruments import pseudo_label_accuracy
 from coevo.config import Strict
 from coevo.ledger.rows import dumps, task_row, verdict_row
@@ -63,6 +64,7 @@ RECIPES = {"rzero": RecipeInfo(
            RoleSpec("challenger", asset="challenger", seed_offset=1, lr="lr_challenger")),
     sections={"rzero": RZeroConfig}, worlds=("arithmetic", "math"),
     summary_columns=("pseudo_label_accuracy", "kept_fraction", "challenger_reward_mean", "format_failure_rate"),
+    optional_summary_columns=("pseudo_label_accuracy_truth", "truth_oracle_agreement", "truth_oracle_kappa"),
     report_sections=("coevo.report.rzero:section",),
     description="R-Zero: Challenger (uncertainty - repetition) and Solver (majority-vote pseudo-labels)")}
 
@@ -182,11 +184,30 @@ class RZeroRecipe(RecipeBase):
                 kept_verdicts.append(label_verdict)
         w.add("tasks", rows)
         est = pseudo_label_accuracy(kept_verdicts)  # the oracle's verdicts on the kept labels
+        truth = self._truth_metrics(spec, dataset, kept_verdicts, w)
         self.rng.shuffle(dataset)
         self.dataset, self.cursor = dataset, 0
         return {"n_candidates": len(props), "n_valid": len(valid), "n_kept": len(dataset),
                 "kept_fraction": len(dataset) / max(len(valid), 1),
-                "pseudo_label_accuracy": est.value if est.n else None}
+                "pseudo_label_accuracy": est.value if est.n else None, **truth}
+
+    def _truth_metrics(self, spec: StepSpec, kept: list[dict], oracle_verdicts: list, w: StepWriter) -> dict:
+        """Pseudo-label accuracy by the configured truth source (``truth.judge`` / ``truth.references``)
+        and, where the world has an oracle too, that source's agreement with it (coevo.audit.truth)."""
+        if self.truth is None or not kept:
+            return {}
+        vs = self.truth.verdicts([d["question"] for d in kept], [d["label"] for d in kept])
+        w.add("verdicts", [verdict_row(self.run_id, spec.step, f"{d['task_id']}-label", d["task_id"],
+                                       f"truth:{self.truth.kind}", v.value, v.reason, self.truth.kind, v.version or "")
+                           for d, v in zip(kept, vs)])
+        est = pseudo_label_accuracy([v.value for v in vs])
+        out = {"pseudo_label_accuracy_truth": est.value if est.n else None,
+               "truth_unjudged": sum(v.value is None for v in vs), "truth_kind": self.truth.kind}
+        if any(v is not None for v in oracle_verdicts):
+            agr = audit_agreement(oracle_verdicts, [v.value for v in vs])
+            out.update(truth_oracle_agreement=agr["agreement"], truth_oracle_kappa=agr["cohen_kappa"],
+                       truth_oracle_n=agr["n"])
+        return out
 
     def _solver(self, spec: StepSpec, w: StepWriter) -> dict:
         rz = self.cfg.rzero
