@@ -67,7 +67,8 @@ def run(
 
 @app.command()
 def pretrain(
-    role: str = typer.Option("all", help="solver | challenger | synthesizer | shared | facts_solver | facts_proposer | all (arithmetic + facts) | criteria_student | criteria_experts | criteria_expert_units | criteria_expert_arith"),
+    role: str = typer.Option("all", help="solver | challenger | synthesizer | shared | facts_solver | facts_proposer | "
+                                         "all (arithmetic + facts) | criteria_student | criteria_experts | criteria"),
     out: Path = typer.Option(Path("coevo/assets"), help="Where to write the checkpoints."),
     steps: Optional[int] = typer.Option(None, help="Override the number of training steps (for tests)."),
     seed: int = typer.Option(0),

@@ -152,3 +152,26 @@ def test_derive_cli_oracle(tmp_path):
     assert len(load_bank(out)) == 3 and (tmp_path / "b.rejections.jsonl").read_text() == ""
     r = CliRunner().invoke(app, ["criteria", "derive", "--annotator", "nobody", "--n", "2", "--out", str(out)])
     assert r.exit_code == 2 and "annotator 'nobody'" in r.output
+
+
+def test_every_kind_scores_and_a_hung_check_is_a_real_pool_timeout():
+    from coevo.criteria.bank import BankEntry
+    from coevo.criteria.scoring import CriteriaScorer
+    from coevo.verify.pool import VerifierPool
+
+    hand = load_bank(SHIPPED.with_name("handwritten.jsonl"))
+    rows = CriteriaScorer().score([(e, e.reference) for e in hand])
+    got = {(v.criterion_id, v.kind): (v.value, v.reason) for row in rows for v in row}
+    assert got[("final_recomputed", "sandbox_py")] == (1, "") and got[("check", "sandbox_py")] == (1, "")
+    assert got[("product", "integer")] == (1, "") and got[("negative", "rule")] == (0, "")
+    assert got[("judged_order", "sim_judge")] == (1, "") and got[("value", "numeric_unit")] == (1, "")
+    assert got[("explained", "llm_judge")] == (None, "judge-unavailable")   # no endpoint configured
+    slow = BankEntry.model_validate(good_entry(criteria=[
+        {"id": "slow", "text": "recompute", "weight": 1, "axis": "final", "kind": "sandbox_py", "locate": "final",
+         "spec": {"code": "import time\ntime.sleep(30)\nprint(7)", "timeout_s": 60}}]))
+    pool = VerifierPool(workers=1, timeout_s=1.0)
+    try:
+        v = CriteriaScorer(pool=pool, timeout_s=1.0).score([(slow, "2*3=6 m;6+1=7")])[0][0]
+    finally:
+        pool.close()
+    assert (v.value, v.reason, v.criterion_id) == (None, "timeout", "slow")

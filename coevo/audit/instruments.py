@@ -18,7 +18,8 @@ from coevo.audit.stats import Z95, Estimate, batch_bootstrap_ci, binomial_se, cl
 
 __all__ = [
     "bearing_indicator", "bearing_rate", "kappa_indicator", "kappa_bar", "answer_mode", "nu_indicators", "nu_bar",
-    "lag_values", "lag_bar", "estimate_dict", "solver_majority",
+    "lag_values", "lag_bar", "lag_selection_bias", "lag_null_abs_median", "lag_excess", "estimate_dict",
+    "solver_majority",
     "pseudo_label_accuracy", "false_agreement_mass", "abstention_share",
     "top_quartile_enrichment", "enrichment_se", "seed_range", "NOT_PROPOSER",
 ]
@@ -169,6 +170,58 @@ def lag_bar(mu_pre, mu_post) -> Estimate:
     if lag.size == 0:
         return Estimate(float("nan"), n=0)
     return _mean_estimate(lag, {"median_abs": float(np.median(np.abs(lag)))})
+
+
+def lag_selection_bias(p, k: int):
+    """E[l | screen-bearing, no learning] = E[mu_1 | 0 < mu_1 < 1] - p = (p - p^K) / (1 - p^K - (1-p)^K) - p.
+
+    The lag's zero-learning expectation (issue 13 item 4 on seed 000 §核心思路 一步滞后落差): post
+    groups are drawn only for screen-bearing tasks, and conditioning on a mixed screen group pulls
+    mu_1 toward 1/2 while an independent post group keeps mean p.  K = 4: -0.112 at p = 0.75,
+    -0.220 at p = 0.95, 0 at p = 1/2.  NaN where no group can bear (p in {0, 1})."""
+    a = np.asarray(p, dtype=float)
+    m = 1.0 - a ** k - (1.0 - a) ** k
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(m > 0, (a - a ** k) / np.where(m > 0, m, 1.0) - a, np.nan)
+    return float(out) if out.ndim == 0 else out
+
+
+def lag_null_abs_median(p: float, k: int) -> float:
+    """Median |l| under zero learning: l = (X - Y) / K, X ~ Bin(K, p) given 0 < X < K, Y ~ Bin(K, p)
+    independent (exact distribution). K = 4: 0.25 at every p from 0.5 to 0.95 (issue 13), so
+    "median |l| >= 0.10" holds from binomial noise alone."""
+    from scipy.stats import binom
+
+    px = binom.pmf(np.arange(k + 1), k, p)
+    pb = px.copy()
+    pb[0] = pb[k] = 0.0
+    if pb.sum() <= 0:
+        return float("nan")
+    pb /= pb.sum()
+    dist: dict[int, float] = {}
+    for x in range(k + 1):
+        for y in range(k + 1):
+            dist[abs(x - y)] = dist.get(abs(x - y), 0.0) + pb[x] * px[y]
+    vals = sorted(dist)
+    cum = np.cumsum([dist[v] for v in vals])
+    return vals[int(np.searchsorted(cum, 0.5 - 1e-12))] / k
+
+
+def lag_excess(mu_pre, mu_post, mu_null) -> Estimate:
+    """l - l_null = (mu_pre - mu_post) - (mu_pre - mu_null) = mu_null - mu_post, per task where all three exist.
+
+    ``mu_null``: an independent group of the same selected tasks drawn with the *pre-update* weights
+    (a pre-timing confirm group or an audit-stream lag-null draw), so l_null carries the selection
+    bias and the binomial noise of l but no learning. Value = mean excess with SE and Wald CI;
+    extras: mean l, mean l_null, median |l| and median |l_null| (issue 13 item 4; P4)."""
+    a, b, c = (np.asarray(x, dtype=float) for x in (mu_pre, mu_post, mu_null))
+    ok = np.isfinite(a) & np.isfinite(b) & np.isfinite(c)
+    if not ok.any():
+        return Estimate(float("nan"), n=0)
+    lag, null = a[ok] - b[ok], a[ok] - c[ok]
+    return _mean_estimate(lag - null, {"lag_mean": float(lag.mean()), "lag_null_mean": float(null.mean()),
+                                       "median_abs_lag": float(np.median(np.abs(lag))),
+                                       "median_abs_lag_null": float(np.median(np.abs(null)))})
 
 
 def _mean_estimate(x: np.ndarray, extra: dict) -> Estimate:

@@ -126,7 +126,7 @@ def register(apps: dict) -> None:
             sp = SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, stream="audit")
             truth = _truth(pol, w, tasks, verifier, truth_samples, sp) if truth_samples > 0 else None
             cert = certify(pol, w, tasks, verifier, k=k, sampling=sp, batch=batch, truth_p=truth, seed=seed,
-                           progress=None if as_json else console.print)
+                           progress=console.print)
         except (UserError, CertifyError) as e:
             fail(str(e))
         except Exception as e:  # noqa: BLE001 - model loading etc. become one line

@@ -67,7 +67,8 @@ def bench_ray_verify(address: str, n: int = 2000, local_workers: int | None = No
             "local_workers": workers, "local_items_per_s": round(n / t["local"], 1),
             "ray_items_per_s": round(n / t["ray"], 1), "ratio_ray_vs_local": round(t["local"] / t["ray"], 3),
             "ray_startup_s": round(ray_startup, 2), "same_verdicts": round(agree / n, 4),
-            "timeouts": sum(1 for v in out["ray"] if v.reason == "timeout"),
+            "ray_timeouts": sum(1 for v in out["ray"] if v.reason == "timeout"),
+            "local_timeouts": sum(1 for v in out["local"] if v.reason == "timeout"),
             "cpu_count": os.cpu_count(), "loadavg_1min": round(os.getloadavg()[0], 2)}
 
 

@@ -63,6 +63,10 @@ TABLES: dict[str, list[tuple[str, str]]] = {
                    ("reference_correct", "BOOLEAN"), ("proposer_answer", "VARCHAR"),
                    # the solver's majority over the task's solves (every screened task, mu_1 = 1 included;
                    # = mode_answer where that exists), its share, and 1/0 = it matches the reference (FF)
-                   ("solver_majority", "VARCHAR"), ("solver_majority_share", "DOUBLE"), ("solver_agrees", "DOUBLE")],
+                   ("solver_majority", "VARCHAR"), ("solver_majority_share", "DOUBLE"), ("solver_agrees", "DOUBLE"),
+                   # the lag's zero-learning null (issue 13): mu of an independent pre-update group of the same
+                   # task, l_null = mu_pre - mu_null, where it came from, and E[l | bearing] at true_p (oracle)
+                   ("mu_null", "DOUBLE"), ("lag_null", "DOUBLE"), ("null_source", "VARCHAR"),
+                   ("lag_null_analytic", "DOUBLE")],
     "verdict_cache": [("key", "VARCHAR"), ("row_json", "VARCHAR")],
 }

@@ -24,88 +24,25 @@ instruments themselves are computed in ``coevo.audit.screen_confirm``.
 from __future__ import annotations
 
 import random
-from typing import Literal
-
 import numpy as np
-from pydantic import Field, model_validator
 
 from coevo.audit.false_agreement import solver_majority_columns
+from coevo.audit.data import finite
+from coevo.audit.instruments import estimate_dict, lag_excess, lag_selection_bias
 from coevo.audit.screen_confirm import finite_mean, screen_confirm_metrics, screen_confirm_truth
-from coevo.config import Strict
 from coevo.ledger.rows import dumps, task_row, verdict_row
 from coevo.ledger.store import StepWriter
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan, sampling_params
 from coevo.recipes.registry import RecipeInfo, RoleSpec
+from coevo.recipes.rgbc_config import RGBCConfig, SynCoConfig
 from coevo.recipes.rgbc_state import Candidate, TaskState, match_share
 from coevo.rewards.arms import ArmFacts, synthesizer_arm_reward
 from coevo.rewards.formulas import advantage_magnitude, quality_gate
+from coevo.rewards.k_arm import adv_hat_reward, budget_matched_tasks
 from coevo.stages.group import StepContext, draw_group, match_grouped, update_role
 from coevo.stages.validate import (VALIDATOR_KIND, consensus_from_verdicts, reasoner_answer, reasoner_rewards,
                                    validate_outputs)
-from coevo.worlds.arithmetic import SYNTH_PROMPT
-from coevo.worlds.base import Task
-
-
-class SynCoConfig(Strict):
-    """SynCo loop counts and validator/consensus settings (seed 000; shared by recipes synco and rgbc).
-
-    Defaults are CPU-sized; the paper constants (32 tasks per step, K = 4) are in presets/paper.yaml.
-    """
-    rounds: int = Field(2, ge=1, description="rounds; each = steps_per_round joint steps, then an eval")
-    steps_per_round: int = Field(5, ge=1, description="joint Synthesizer+Reasoner steps per round")
-    tasks_per_step: int = Field(32, ge=1, description="tasks the Synthesizer writes per step (paper: 32)")
-    synth_group: int = Field(4, ge=1, description="tasks per Synthesizer prompt (its GRPO group); divides tasks_per_step")
-    k: int = Field(4, ge=1, description="Reasoner rollouts per task and group (paper: K = 4)")
-    synth_max_tokens: int = Field(80, ge=8, description="max new tokens of a Synthesizer output")
-    consensus: bool = Field(True, description="run the independent consensus check before any rollout")
-    consensus_n: int = Field(4, ge=1, description="independent solves per task in the consensus check")
-    consensus_min_agree: int = Field(1, ge=1, description="reject a task when fewer solves than this match its reference")
-    redundancy_window: int = Field(256, ge=0, description="N: redundancy is checked against the last N validated tasks")
-    hard_checks: list[Literal["schema", "well_posed", "consistency", "legality", "redundancy"]] = Field(
-        default_factory=lambda: ["schema", "well_posed", "consistency", "legality", "redundancy"],
-        description="validator checks whose failure rejects the task before any rollout")
-    quality_weights: dict[str, float] = Field(
-        default_factory=lambda: {"schema": 1.0, "well_posed": 1.0, "legality": 1.0, "novelty": 1.0},
-        description="quality score v_q = weighted mean of these components (feeds G_q); see docs/rgbc.md")
-    reliability_weights: dict[str, float] = Field(
-        default_factory=lambda: {"steps_parse": 1.0, "chain": 1.0, "operands": 1.0, "final": 1.0},
-        description="reliability score v_r = weighted mean of rule-based consistency checks (feeds G_r)")
-    reward_formatted: float = Field(1.0, description="Reasoner reward: correct and well formatted")
-    reward_recovered: float = Field(0.9, description="Reasoner reward: correct after format recovery")
-    invalid_reward: float = Field(-1.0, description="Synthesizer reward of an output the validator rejects")
-    consensus_reject_reward: float = Field(-0.5, description="Synthesizer reward of a task the consensus check rejects")
-    instrument: bool = Field(True, description="audit-only confirm/post groups where the arm has none (kappa, nu, lag of SynCo)")
-    audit_samples: int = Field(48, ge=0, description="oracle audit: extra samples per task for its true pass rate (audit-only cost)")
-    mid_band: list[float] = Field(default_factory=lambda: [0.25, 0.75], min_length=2, max_length=2,
-                                  description="true-p band reported as the mid band (m_4(p) >= 0.68 inside it)")
-
-    @model_validator(mode="after")
-    def _groups_divide(self):
-        if self.tasks_per_step % self.synth_group:
-            raise ValueError(f"tasks_per_step ({self.tasks_per_step}) must be a multiple of synth_group "
-                             f"({self.synth_group})")
-        return self
-
-
-class RGBCConfig(Strict):
-    """RGBC options (seed 000 §核心思路); counts come from the synco section."""
-    arm: Literal["synco", "mu_tilde", "full"] = Field("full", description="synco = T(mu_1); mu_tilde = T(mu~) no "
-                                                      "kappa discount; full = T(mu~) omega(kappa), confirm after update")
-    omega0: float = Field(0.2, ge=0, le=1, description="omega(kappa = 0)")
-    confirm: bool = Field(True, description="draw the confirm group (off + omega0 = 1 reduces to SynCo)")
-    confirm_timing: Literal["auto", "pre", "post"] = Field(
-        "auto", description="confirm group before or after the Reasoner update; auto: full = post, others = pre")
-    reward_mu: Literal["tilde", "post"] = Field("tilde", description="argument of T in arm full: mu~ over 2K, or mu_post alone")
-    doubt_policy: Literal["drop", "anchor"] = Field(
-        "drop", description="reference-in-doubt tasks: drop, or use the mode answer as provisional anchor")
-    doubt_stable: float = Field(0.75, gt=0, le=1, description="mode share that makes a nu = 0 task 'in doubt'")
-    doubt_reward: float = Field(0.0, description="Synthesizer reward of a dropped in-doubt task")
-    budget: Literal["matched", "none"] = Field(
-        "matched", description="matched: arm synco spends the confirm budget an RGBC arm would (its observed "
-                               "bearing rate) on extra tasks; none: no matching")
-    budget_prior: float = Field(0.17, ge=0, le=1, description="bearing rate assumed before the first step (seed: ~17%)")
-    doubt_gate_precision: float = Field(0.80, ge=0, le=1, description="human-check gate: precision of the mode anchor")
-    doubt_gate_recall: float = Field(0.75, ge=0, le=1, description="human-check gate: recall of the mode anchor")
+from coevo.worlds.base import Task, role_sampling
 
 
 _ROLES = (RoleSpec("solver", asset="solver", seed_offset=0, lr="lr_solver"),
@@ -113,11 +50,11 @@ _ROLES = (RoleSpec("solver", asset="solver", seed_offset=0, lr="lr_solver"),
 _COLS = ("synthesizer_reward_mean", "solver_reward_mean", "bearing_rate", "kappa_bar", "nu_bar", "lag_bar")
 RECIPES = {
     "synco": RecipeInfo(name="synco", factory="coevo.recipes.rgbc:RGBCRecipe", roles=_ROLES,
-                        sections={"synco": SynCoConfig, "rgbc": RGBCConfig}, worlds=("arithmetic",),
+                        sections={"synco": SynCoConfig, "rgbc": RGBCConfig}, worlds=("arithmetic", "math"),
                         summary_columns=_COLS, report_sections=("coevo.report.teachable:section",),
                         description="SynCo: Synthesizer + Reasoner, validator, consensus, T(mu_1)"),
     "rgbc": RecipeInfo(name="rgbc", factory="coevo.recipes.rgbc:RGBCRecipe", roles=_ROLES,
-                       sections={"synco": SynCoConfig, "rgbc": RGBCConfig}, worlds=("arithmetic",),
+                       sections={"synco": SynCoConfig, "rgbc": RGBCConfig}, worlds=("arithmetic", "math"),
                        summary_columns=_COLS, report_sections=("coevo.report.teachable:section",),
                        description="SynCo + RGBC: screen/confirm, kappa discount, nu, lag; arms synco|mu_tilde|full"),
 }
@@ -130,6 +67,7 @@ class RGBCRecipe(RecipeBase):
 
     def __init__(self, cfg, world, policies: dict, run_id: str, verifier) -> None:
         super().__init__(cfg, world, policies, run_id, verifier)
+        self._check_world(cfg, world)
         self.synth = policies["synthesizer"]
         sc, rc = cfg.synco, cfg.rgbc
         self.arm = "synco" if cfg.recipe == "synco" else rc.arm
@@ -142,6 +80,23 @@ class RGBCRecipe(RecipeBase):
         self.recent: list[str] = []
         self.last_bearing = rc.budget_prior
         self.rng = random.Random(cfg.seed)
+
+    @staticmethod
+    def _check_world(cfg, world) -> None:
+        """Refuse, in one line, a world/backend the Synthesizer cannot write tasks in (every output
+        would be rejected): no Synthesizer format on the world, or the tiny backend's arithmetic-only
+        pretrained Synthesizer on a free-form world."""
+        from coevo.config import ConfigError
+
+        missing = [m for m in ("synthesizer_prompts", "parse_synthesis") if not hasattr(world, m)]
+        if missing:
+            raise ConfigError(f"invalid config: recipe {cfg.recipe!r} needs a world with a Synthesizer format "
+                              f"({', '.join(missing)} missing on world {getattr(world, 'name', world)!r})")
+        style = getattr(world, "synthesis_style", "steps")
+        if cfg.backend.kind == "tiny" and style != "steps":
+            raise ConfigError(f"invalid config: recipe {cfg.recipe!r} on world {world.name!r} needs a real model "
+                              f"(backend.kind hf or openai, e.g. --preset smollm2-cpu); the tiny backend's "
+                              f"Synthesizer writes arithmetic only")
 
     def plan(self) -> list[StepSpec]:
         sc = self.cfg.synco
@@ -170,6 +125,7 @@ class RGBCRecipe(RecipeBase):
         elif not self.confirm_train and self.cfg.synco.instrument:
             self._confirm(ctx, bear, w, "confirm-instrument", "audit", "pre")
         self._doubt(states)
+        self._lag_null(ctx, bear, w)
         s_metrics, rewards = self._update_reasoner(ctx, states, w)
         if self.confirm_train and self.timing == "post":
             self._confirm(ctx, bear, w, "confirm", "train", "post")
@@ -185,17 +141,18 @@ class RGBCRecipe(RecipeBase):
     def _synthesize(self, spec: StepSpec, w: StepWriter) -> tuple[list[Candidate], int]:
         """Synthesizer outputs (budget-matched extra groups in arm synco), validator verdicts, oracle facts."""
         sc = self.cfg.synco
-        n_groups = sc.tasks_per_step // sc.synth_group
+        n_tasks = sc.tasks_per_step
+        if self.cfg.rgbc.k_budget_ref is not None:  # K arm: screen rollouts per step of K = k_budget_ref
+            n_tasks = budget_matched_tasks(sc.tasks_per_step, sc.k, self.cfg.rgbc.k_budget_ref, sc.synth_group)
+        n_groups = n_tasks // sc.synth_group
         extra = int(round(self.last_bearing * n_groups)) if self.matched else 0
-        prompts_fn = getattr(self.world, "synthesizer_prompts", None)
-        prompts = (prompts_fn(n_groups + extra, self.cfg.seed + spec.step) if prompts_fn
-                   else [SYNTH_PROMPT] * (n_groups + extra))
-        outs = self.synth.sample(prompts, sc.synth_group, self.sp_synth)
+        prompts = self.world.synthesizer_prompts(n_groups + extra, self.cfg.seed + spec.step)
+        outs = self.synth.sample(prompts, sc.synth_group, role_sampling(self.world, "synthesizer", self.sp_synth))
         comps = [(g, c) for g, cs in enumerate(outs) for c in cs]
         ids = [f"s{spec.step}-{g}-{i % sc.synth_group}" for i, (g, _) in enumerate(comps)]
         window = self.recent[-sc.redundancy_window:] if sc.redundancy_window else []
         vals = validate_outputs(self.world, [c for _, c in comps], ids, window, sc.hard_checks,
-                                sc.quality_weights, sc.reliability_weights)
+                                sc.quality_weights, sc.reliability_weights, verifier=self.verifier)
         cands = [Candidate(ids[i], c, g, vals[i]) for i, (g, c) in enumerate(comps)]
         valid = [c for c in cands if c.validation.ok]
         self.recent = (self.recent + [c.validation.task.question for c in valid])[-max(sc.redundancy_window, 1):]
@@ -313,6 +270,8 @@ class RGBCRecipe(RecipeBase):
         rewards = (np.concatenate([reasoner_rewards([v.value for v in vs], s.formatted, sc.reward_formatted,
                                                     sc.reward_recovered) for s, vs in zip(train, verdicts)])
                    if train else np.zeros(0))
+        if not sc.reasoner_updates:  # frozen Reasoner (zero-learning control): no GRPO step
+            train = []
         comps = [c for s in train for c in s.outs]
         items = [f"{s.task.task_id}-screen-{k}" for s in train for k in range(K)]
         components = [{"formatted": s.formatted[k], "anchor": "mode" if s.anchor != s.reference else "reference"}
@@ -321,6 +280,25 @@ class RGBCRecipe(RecipeBase):
                          [s.task.task_id for s in train for _ in range(K)], components)
         w.extend(up.rows)
         return up.metrics, rewards
+
+    def _lag_null(self, ctx: StepContext, bear: list[TaskState], w: StepWriter) -> None:
+        """The lag's zero-learning null: mu of an independent group of each bearing task drawn with the
+        pre-update weights -- the pre-timing confirm group where there is one, else (``rgbc.lag_null:
+        draw``) an audit-stream ``lag-null`` group of K (no training RNG moves, no reward effect)."""
+        mode = self.cfg.rgbc.lag_null
+        if mode == "off":
+            return
+        for s in bear:
+            if s.conf_verdicts is not None and s.conf_timing == "pre":
+                s.mu_null, s.null_source = s.mu_confirm, s.conf_purpose
+        todo = [s for s in bear if s.mu_null is None]
+        if mode != "draw" or not todo:
+            return
+        K = self.cfg.synco.k
+        g = self._draw(ctx, [s.task for s in todo], K, "lag-null", "audit", [s.truth for s in todo], offset=3 * K)
+        w.extend(g.rows)
+        for j, s in enumerate(todo):
+            s.mu_null, s.null_source = g.mu("reference", j), "lag-null"
 
     def _post_instrument(self, ctx: StepContext, bear: list[TaskState], w: StepWriter) -> None:
         """An audit-only post group where the arm has none (lag of every arm)."""
@@ -375,6 +353,11 @@ class RGBCRecipe(RecipeBase):
             mu_anchor = match_share(match_grouped(self.verifier, [s.answers + s.conf_answers], [s.anchor])[0])
         facts = ArmFacts(v.quality, v.reliability, s.mu1, s.mu_confirm, feeds, s.dropped, mu_anchor)
         r, arm_comp = synthesizer_arm_reward(self.arm, facts, self.omega0, rc.reward_mu, rc.doubt_reward)
+        if rc.reward_shape == "adv_hat" and arm_comp.get("mu_used") is not None:
+            n_used = 2 * K if (self.arm != "synco" and feeds and not (self.arm == "full" and rc.reward_mu == "post")) else K
+            r = adv_hat_reward(v.quality, v.reliability, arm_comp["mu_used"], n_used, arm_comp.get("kappa"),
+                               self.omega0)
+            arm_comp.update({"reward_shape": "adv_hat", "n_used": n_used})
         comp.update(arm_comp)
         mu_t = row.get("mu_tilde", s.mu1)
         n_adv = 2 * K if s.conf_answers is not None else K
@@ -394,6 +377,10 @@ class RGBCRecipe(RecipeBase):
             row.update({"mode_answer": s.mode, "mode_share": s.share, "nu": s.nu, "in_doubt": s.in_doubt})
         if s.mu_post is not None:
             row.update({"mu_post": s.mu_post, "lag": s.mu1 - s.mu_post})
+            if s.true_p is not None:
+                row["lag_null_analytic"] = finite(lag_selection_bias(s.true_p, K))
+        if s.mu_null is not None:
+            row.update({"mu_null": s.mu_null, "lag_null": s.mu1 - s.mu_null, "null_source": s.null_source})
         row.update(s.majority or {})
         return row
 
@@ -437,6 +424,10 @@ class RGBCRecipe(RecipeBase):
         m["confirm_overhead"] = (n_conf_train + n_conf_instr) * K / (n * K) if n else None
         m.update({k: v for k, v in screen_confirm_metrics(stats, self.cfg.rgbc.doubt_stable).items()
                   if v is not None or k == "bearing_rate"})
+        nulls = [r for r in stats if r.get("mu_null") is not None and r.get("mu_post") is not None]
+        if nulls:  # l - l_null: the lag beyond its zero-learning expectation (issue 13 item 4)
+            m["lag_excess"] = estimate_dict(lag_excess([r["mu_pre"] for r in nulls], [r["mu_post"] for r in nulls],
+                                                       [r["mu_null"] for r in nulls]))
         if self.world.has_oracle:
             facts = [dict(r, p_ref=c.state.p_ref if c.state else None,
                           p_ref_post=c.state.p_ref_post if c.state else None,

@@ -41,6 +41,8 @@ class TaskState:
     post_purpose: str = ""
     p_post: float | None = None
     p_ref_post: float | None = None
+    mu_null: float | None = None  # independent pre-update group of the same task: the lag's zero-learning null
+    null_source: str = ""  # confirm | confirm-instrument (pre-timing confirm group) | lag-null (audit draw)
     majority: dict | None = None  # solver_majority / _share / solver_agrees over all the task's solves (FF)
 
     @property

@@ -105,7 +105,7 @@ def licensing_section(led: Ledger, run_id: str, run_dir: Path) -> str:
         lo = [lr[a].get(ch, {}).get("ci_low", np.nan) for a in axes]
         hi = [lr[a].get(ch, {}).get("ci_high", np.nan) for a in axes]
         v = np.nan_to_num(np.array(vals, dtype=float))
-        err = np.nan_to_num(np.array([v - np.array(lo, dtype=float), np.array(hi, dtype=float) - v]))
+        err = np.clip(np.nan_to_num(np.array([v - np.array(lo, dtype=float), np.array(hi, dtype=float) - v])), 0, None)
         ax.bar(np.arange(len(axes)) + 0.4 * i, v, 0.4, yerr=err, label=f"{ch} channel")
     ax.set_xticks(np.arange(len(axes)) + 0.2, axes)
     ax.set_ylabel("share of candidates licensed")

@@ -1,4 +1,8 @@
-"""SynCo's validator rho_t and consensus check (seed 000 §背景与动机, SPEC §2), arithmetic world.
+"""SynCo's validator rho_t and consensus check (seed 000 §背景与动机, SPEC §2).
+
+Arithmetic world (``synthesis_style = "steps"``) below; free-form worlds (math) in
+``validate_freeform``: same five checks, the world's own schema/well-posed/legality verdicts,
+consistency through the run verifier.
 
 Before any Reasoner rollout, every Synthesizer output
 ``<question>EXPR</question><solution>STEPS</solution><answer>N</answer>`` goes through five
@@ -25,6 +29,7 @@ from typing import Sequence
 
 import numpy as np
 
+from coevo.backends.base import full_text
 from coevo.worlds.base import Task
 
 CHECKS = ("schema", "well_posed", "consistency", "legality", "redundancy")
@@ -133,8 +138,17 @@ def novelty_scores(world, questions: Sequence[str], recent: Sequence[str]) -> np
 
 
 def validate_outputs(world, completions, task_ids: Sequence[str], recent: Sequence[str],
-                     hard_checks: Sequence[str], quality_weights: dict, reliability_weights: dict) -> list[Validation]:
-    """Run rho_t on a batch of Synthesizer completions (``recent``: the last N validated questions)."""
+                     hard_checks: Sequence[str], quality_weights: dict, reliability_weights: dict,
+                     verifier=None) -> list[Validation]:
+    """Run rho_t on a batch of Synthesizer completions (``recent``: the last N validated questions).
+
+    The world's ``synthesis_style`` picks the rules: ``steps`` (arithmetic, below) or ``freeform``
+    (``validate_freeform``: the answer check goes through ``verifier``, the run verifier)."""
+    if getattr(world, "synthesis_style", "steps") == "freeform":
+        if verifier is None:
+            raise ValueError("free-form validation needs the run verifier")
+        return validate_freeform(world, completions, task_ids, recent, hard_checks, quality_weights,
+                                 reliability_weights, verifier)
     vals: list[Validation] = []
     for c, tid in zip(completions, task_ids):
         text = c.text
@@ -174,7 +188,51 @@ def validate_outputs(world, completions, task_ids: Sequence[str], recent: Sequen
                    "legality": float(v.checks["legality"][0]), **rel}
         v.reliability = _weighted(rel, reliability_weights)
         vals.append(v)
-    # redundancy and novelty against the window and earlier tasks of the batch
+    return _redundancy(world, vals, recent, hard_checks, quality_weights)
+
+
+def validate_freeform(world, completions, task_ids: Sequence[str], recent: Sequence[str],
+                      hard_checks: Sequence[str], quality_weights: dict, reliability_weights: dict,
+                      verifier) -> list[Validation]:
+    """rho_t for free-form tasks (math world): ``schema``, ``well_posed`` and ``legality`` are the
+    world's verdicts (``parse_synthesis``); ``consistency``: the answer the reference solution
+    states equals the final answer, judged by the run verifier (one ``match_many`` call);
+    ``redundancy`` as for every world.  Reliability parts: ``states_answer`` (the solution states
+    an answer) and ``final`` (the verifier's consistency verdict)."""
+    syn = [world.parse_synthesis(full_text(c), tid, c.finish_reason) for c, tid in zip(completions, task_ids)]
+    need = [i for i, s in enumerate(syn) if s.solution_answer is not None and s.answer]
+    judged = verifier.match_many([(syn[i].solution_answer, syn[i].answer) for i in need]) if need else []
+    agree = {i: v for i, v in zip(need, judged)}
+    vals: list[Validation] = []
+    for i, s in enumerate(syn):
+        v = Validation(None)
+        v.checks.update({k: s.checks[k] for k in ("schema", "well_posed")})
+        if not s.solution:
+            v.checks["consistency"] = (False, "no-solution")
+        elif s.solution_answer is None:
+            v.checks["consistency"] = (False, "solution-states-no-answer")
+        elif not s.answer:
+            v.checks["consistency"] = (False, "no-answer")
+        elif agree[i].value is None:
+            v.checks["consistency"] = (False, f"verifier-abstained:{agree[i].reason or 'unknown'}")
+        elif agree[i].value != 1:
+            v.checks["consistency"] = (False, "final-value-mismatch")
+        else:
+            v.checks["consistency"] = (True, "")
+        v.checks["legality"] = s.checks["legality"]
+        rel = {"states_answer": float(s.solution_answer is not None), "final": float(v.checks["consistency"][0])}
+        if s.task is not None:
+            v.task = s.task
+        v.parts = {"schema": float(v.checks["schema"][0]), "well_posed": float(v.checks["well_posed"][0]),
+                   "legality": float(v.checks["legality"][0]), **rel}
+        v.reliability = _weighted(rel, reliability_weights)
+        vals.append(v)
+    return _redundancy(world, vals, recent, hard_checks, quality_weights)
+
+
+def _redundancy(world, vals: list[Validation], recent: Sequence[str], hard_checks: Sequence[str],
+                quality_weights: dict) -> list[Validation]:
+    """Redundancy and novelty against the window and earlier tasks of the batch; quality; ok."""
     seen = set(recent)
     cand = [i for i, v in enumerate(vals) if v.task is not None]
     nov = novelty_scores(world, [vals[i].task.question for i in cand], list(recent))
@@ -207,6 +265,9 @@ def reasoner_answer(world, completion) -> tuple[str | None, bool]:
     (``72-40=32;32-8=24 7+`` → ``24``); such an answer earns 0.9 instead of 1.0 when correct
     (SynCo's recovery tier).
     """
+    fn = getattr(world, "answer_with_format", None)  # free-form worlds: boxed = formatted (math world)
+    if fn is not None:
+        return fn(full_text(completion), completion.finish_reason)
     text = completion.text
     a = world.extract_answer(text)
     if a is not None and completion.finish_reason == "stop":

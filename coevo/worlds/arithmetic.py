@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
 from coevo.worlds.base import ParseResult, last_question, Task
+from coevo.worlds.synthesis import Synthesis, blocks, schema_check
 
 LEVELS = ("L1", "L2", "L3", "L4", "L5")
 PROPOSER_PROMPT = "<propose>"
@@ -117,6 +118,26 @@ class ArithmeticWorld:
         if len(q) > MAX_EXPR_CHARS or not _EXPR_RE.match(q):
             return ParseResult(None, "not-an-expression")
         return ParseResult(Task(task_id=task_id, question=q, meta={"difficulty": level_of(q)}))
+
+    # synthesizer side (SynCo / RGBC; the validator's rules for ``steps`` are coevo.stages.validate) ------
+    synthesis_style: ClassVar[str] = "steps"
+
+    def synthesizer_prompts(self, n: int, seed: int = 0) -> list[str]:
+        """The pretrained tiny Synthesizer's control prompt, n times."""
+        return [SYNTH_PROMPT] * n
+
+    def parse_synthesis(self, text: str, task_id: str, finish_reason: str = "stop") -> Synthesis:
+        """Question (an expression of the accepted shape), solution and final answer blocks."""
+        b = blocks(text)
+        parsed = self.parse_task(text, task_id)
+        sol = b["solution"][0].strip() if b["solution"] else ""
+        ans = b["answer"][-1].strip() if b["answer"] else ""
+        checks = {"schema": schema_check(text), "well_posed": (parsed.ok, parsed.reason)}
+        task = parsed.task
+        if task is not None:
+            task.reference = str(int(ans)) if re.match(r"^-?\d{1,7}$", ans) else None
+            task.solution = sol
+        return Synthesis(task.question if task else "", sol, ans, task, checks, None)
 
     # solver side ---------------------------------------------------------
     def solver_prompt(self, task: Task) -> str:

@@ -46,6 +46,7 @@ from typing import Any, Sequence
 
 from coevo.verify.latex import boxed, last_boxed, normalize_math  # noqa: F401 (re-exported)
 from coevo.worlds.base import ParseResult, last_question, ResponseFormat, Task
+from coevo.worlds.synthesis import Synthesis, blocks, schema_check, tags_only
 
 DIFFICULTY_LINE = "Aim for a difficulty such that fewer than 30 % of advanced high-school students could solve it. "
 CHALLENGER_SYSTEM_TEMPLATE = (
@@ -84,6 +85,24 @@ FEWSHOT_SOLVER = (
     "Example:\nProblem: Tom has 5 apples and eats 2. How many apples are left?\n"
     "Solution: 5 - 2 = 3. The answer is \\boxed{{3}}.\n\nProblem: {q}"
 )
+# SynCo's Synthesizer (seed 000): question, reference solution, final answer (coevo.worlds.synthesis)
+SYNTH_INSTRUCTION = (
+    "You are an expert competition-math problem setter. Write one new, self-contained math problem "
+    "with a single final answer, a complete step-by-step reference solution, and the final answer. "
+    "{difficulty_line}Output exactly the following three blocks and nothing else:\n\n"
+    "<question>\n{{the full problem statement}}\n</question>\n"
+    "<solution>\n{{the step-by-step solution, ending with \\boxed{{final answer}}}}\n</solution>\n"
+    "<answer>\n{{the final answer only}}\n</answer>"
+)
+FEWSHOT_SOLUTIONS = ("14 - 9 = 5.", "60 * 3 = 180.", "3 * 8 = 24.", "40 - 25 = 15.", "36 / 4 = 9.", "7 * 6 = 42.")
+FEWSHOT_SYNTH = (
+    "Write one new math word problem whose answer is a whole number, a short solution, and the answer, "
+    "in the three blocks of the example.\n\nExample:\n<question>\n{q}\n</question>\n"
+    "<solution>\n{s} The answer is \\boxed{{{a}}}.\n</solution>\n<answer>{a}</answer>"
+)
+_ASKS_RE = re.compile(r"\b(find|compute|calculate|determine|evaluate|how many|how much|what|which|simplify|solve)\b",
+                      re.IGNORECASE)
+_PROOF_RE = re.compile(r"\b(prove|show that)\b", re.IGNORECASE)
 # fewshot: where a prefilled question ends (the Challenger is stopped at the first of these;
 # 135M models rarely close the tag but do start an answer or a blank line)
 FEWSHOT_QUESTION_ENDS = ("</question>", "\n\n", "<answer>", "Answer:", "\\boxed")
@@ -140,6 +159,8 @@ class MathWorld:
         ``</question>``; the Solver's starts with ``Solution:`` and stops at a new ``Problem:``."""
         if self.prompt_style != "fewshot":
             return None
+        if role == "synthesizer":
+            return ResponseFormat(prefix="<question>\n", stop=("</answer>",))
         if role == "proposer":
             return ResponseFormat(prefix="<question>\n", stop=FEWSHOT_QUESTION_ENDS)
         return ResponseFormat(prefix="Solution:", stop=("\nProblem:",))
@@ -169,6 +190,59 @@ class MathWorld:
         if "?" not in q:
             return ParseResult(None, "no-question-mark")
         return ParseResult(Task(task_id=task_id, question=q, reference=None, meta={"difficulty": "generated"}))
+
+    # synthesizer side (SynCo / RGBC) -------------------------------------
+    synthesis_style: str = "freeform"
+
+    def synthesizer_prompts(self, n: int, seed: int = 0) -> list[str]:
+        """n Synthesizer prompts: the instruction (rzero style) or one worked example, rotated (fewshot)."""
+        if self.prompt_style == "fewshot":
+            ex, sol = FEWSHOT_EXAMPLES, FEWSHOT_SOLUTIONS
+            return [FEWSHOT_SYNTH.format(q=ex[(seed + i) % len(ex)][0], s=sol[(seed + i) % len(ex)],
+                                         a=ex[(seed + i) % len(ex)][1]) for i in range(n)]
+        return [SYNTH_INSTRUCTION.format(difficulty_line=self.difficulty_line)] * n
+
+    def parse_synthesis(self, text: str, task_id: str, finish_reason: str = "stop") -> Synthesis:
+        """Question, reference solution and final answer of a free-form Synthesizer output, with the
+        world's verdicts: ``schema``, ``well_posed`` (``question_problem``), ``legality``
+        (``answer_problem``, ended with <eos>/stop, nothing outside the blocks)."""
+        b = blocks(text)
+        q = b["question"][0].strip() if len(b["question"]) == 1 else ""
+        sol = b["solution"][0].strip() if len(b["solution"]) == 1 else ""
+        raw = b["answer"][-1].strip() if b["answer"] else ""
+        ans = unwrap_answer(raw)
+        checks = {"schema": schema_check(text)}
+        why = question_problem(q) if b["question"] else "no-question-tag"
+        checks["well_posed"] = (not why, why)
+        why = answer_problem(ans) if raw else "no-answer"
+        if not why and finish_reason != "stop":
+            why = "no-eos"
+        if not why and not tags_only(text):
+            why = "text-outside-tags"
+        checks["legality"] = (not why, why)
+        task = None
+        if checks["well_posed"][0]:
+            task = Task(task_id=task_id, question=q, reference=ans or None, solution=sol,
+                        meta={"difficulty": "generated"})
+        return Synthesis(q, sol, ans, task, checks, self.stated_answer(sol))
+
+    def stated_answer(self, solution: str) -> str | None:
+        """The answer a solution states: its last ``\\boxed{}``, else the number after the last "answer is"."""
+        a = last_boxed(solution or "")
+        if a is None:
+            hits = _ANSWER_IS_RE.findall(solution or "")
+            a = hits[-1].replace(",", "") if hits else None
+        return a
+
+    def answer_with_format(self, text: str, finish_reason: str) -> tuple[str | None, bool]:
+        """(answer, well formatted) of a Reasoner rollout (SynCo's 1.0 / 0.9 tiers): formatted = a
+        ``\\boxed{}`` answer in a rollout that stopped; recovered = a boxed answer in a rollout cut
+        by length, or the number after the last "answer is" / "answer:"."""
+        a = last_boxed(text or "")
+        if a is not None:
+            return a, finish_reason == "stop"
+        hits = _ANSWER_IS_RE.findall(text or "")
+        return (hits[-1].replace(",", ""), False) if hits else (None, False)
 
     def repetition_text(self, question: str) -> str:
         """The question as is: R-Zero's BLEU splits it on whitespace."""
@@ -272,6 +346,46 @@ class MathWorld:
     # evaluation ----------------------------------------------------------
     def eval_set(self) -> Sequence[Task]:
         return load_jsonl_tasks(self.eval_path)
+
+
+def question_problem(q: str) -> str:
+    """Why a free-form question is not well posed ("" when it is): non-empty, 10-2000 characters,
+    no markup or answer inside, asks for something (a '?' or an imperative such as "find"), not a proof."""
+    if not q:
+        return "empty-question"
+    if len(q) < 10:
+        return "question-too-short"
+    if len(q) > 2000:
+        return "question-too-long"
+    if re.search(r"</?(question|solution|answer)>", q) or "\\boxed" in q:
+        return "answer-in-question"
+    if _PROOF_RE.search(q):
+        return "proof-question"
+    if "?" not in q and not _ASKS_RE.search(q):
+        return "no-question-asked"
+    return ""
+
+
+def unwrap_answer(raw: str) -> str:
+    """A final-answer block without surrounding ``$`` or a whole-answer ``\\boxed{}``."""
+    a = raw.strip().strip("$").strip()
+    inner = last_boxed(a)
+    if inner is not None and a.startswith("\\boxed") and a.endswith("}"):
+        a = inner.strip()
+    return a
+
+
+def answer_problem(a: str) -> str:
+    """Why a final answer is not legal ("" when it is): one short line, no markup."""
+    if not a:
+        return "empty-answer"
+    if "\n" in a or len(a) > 64:
+        return "answer-not-final"
+    if "<" in a and re.search(r"</?\w+>", a):
+        return "markup-in-answer"
+    if not normalize_math(a):
+        return "answer-unparsable"
+    return ""
 
 
 def load_jsonl_tasks(path: str | Path) -> list[Task]:
