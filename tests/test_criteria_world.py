@@ -268,3 +268,16 @@ def test_real_llm_judge_path_through_a_local_endpoint():
     assert (order[0].kind, order[0].value) == ("llm_judge", 1)
     assert (order[1].value, order[1].reason) == (None, "judge-unknown")
     assert w.oracle_verdict(t, "order", P.solution) == 1
+
+
+@pytest.mark.slow
+def test_pretrain_regenerates_the_shipped_criteria_policies(tmp_path):
+    """``coevo pretrain --role criteria`` (about 3 CPU minutes in all): same digests and
+    per-axis accuracies as the shipped files."""
+    from coevo.backends.pretrain import pretrain_roles
+
+    info = json.loads((ASSETS / "pretrain_info.json").read_text())
+    out = pretrain_roles("criteria", tmp_path, quiet=True)
+    for role, entry in out.items():
+        assert entry["sha256_state"] == info[role]["sha256_state"], role
+        assert entry["greedy_axis_accuracy"] == info[role]["greedy_axis_accuracy"], role

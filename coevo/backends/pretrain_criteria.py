@@ -1,20 +1,21 @@
 """Deterministic pretraining of the criteria world's tiny policies (a student, two experts).
 
 All map ``<solve>QUESTION;`` (``CriteriaWorld.solver_prompt``) to a three-step solution
-``7*8=56 km;56+5=61 km;61*1000=61000 m<eos>``.  Each role learns from solutions with
+``7*8=56 km;56+30=86 km;86*1000=86000 m<eos>``.  Each role learns from solutions with
 *systematic* mistakes — a function of the problem's features, so greedy decoding repeats
 them on held-out problems (``PROFILES``) — plus a share of random slips:
 
 * ``criteria_student``: slips in several axes (products when rate and time are large, the
   km→m factor, no conversion for cm→mm, the time unit on the distance when time is in s)
-  and stopped early, so it also makes untaught arithmetic slips;
-* ``criteria_expert_units``: units always right; products of two large digits and
-  carries in ``+`` off (weak on arithmetic);
+  and stopped at 750 of 1000 steps, so it also makes untaught arithmetic slips;
+* ``criteria_expert_units``: units always right; products of two digits >= 6 and sums
+  past 100 off by ten (weak on arithmetic);
 * ``criteria_expert_arith``: arithmetic always right; the m→cm / m→mm factor and cm→mm
   conversion wrong (weak on units).
 
 Single-threaded torch and seeded generators make the files bit-for-bit reproducible
-(``coevo pretrain --role criteria_student|criteria_experts``, or one expert by name).
+(``coevo pretrain --role criteria_student|criteria_experts|criteria``, or one expert by
+name; ``--role all`` does not include them).
 Measured per-axis accuracy: docs/criteria.md.
 """
 from __future__ import annotations
