@@ -100,9 +100,3 @@ def model_compute() -> Iterator[None]:
     finally:
         rec.model += time.perf_counter() - t
 
-
-def add(name: str, seconds: float) -> None:
-    """Add seconds measured elsewhere to a stage of the open record (no-op without one)."""
-    rec = current()
-    if rec is not None:
-        rec.seconds[name] = rec.seconds.get(name, 0.0) + seconds

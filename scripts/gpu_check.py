@@ -10,6 +10,10 @@ weights rarely emit EOS, so every sequence runs to ``--new-tokens``.
 
     python scripts/gpu_check.py --device cuda --sizes 0.5B,4B --json-out gpu_check.json
     python scripts/gpu_check.py --device cpu --sizes tiny          # what the tests run
+    python scripts/gpu_check.py --rgbc-model /models/Qwen2.5-0.5B-Instruct   # + two RGBC steps on real weights
+
+With a GPU it also runs two joint RGBC steps (arm full, math world, two LoRA roles) on the 0.5B
+model (``--rgbc-steps``, ``--rgbc-size``, ``--rgbc-model``); on CPU only when asked.
 
 Imports only torch, transformers, peft and coevo.backends / coevo.rl (no CLI deps).
 """
@@ -149,6 +153,69 @@ def check_size(size: str, device: str, dtype: torch.dtype, timed_updates: int, s
     return res
 
 
+def rgbc_steps(size: str, device: str, dtype: torch.dtype, steps: int, seed: int, model_dir: str | None = None,
+               tasks: int = 8) -> dict:
+    """``steps`` joint RGBC steps (arm full, math world) with two LoRA roles (synthesizer, solver) on one
+    base: the random Qwen2 model of ``size``, or real weights from ``model_dir`` (e.g. a local
+    Qwen2.5-0.5B-Instruct directory; nothing is downloaded).  Random weights write no well-formed task,
+    so every output is rejected by the validator (the Synthesizer still samples and updates); real
+    weights exercise consensus, screen, confirm and both updates.  Returns per-step seconds and counts."""
+    import tempfile
+
+    from coevo.backends.hf import HFPolicy, SharedBase, make_char_tokenizer
+    from coevo.config import load_config
+    from coevo.ledger.store import Ledger
+    from coevo.recipes.rgbc import RGBCRecipe
+    from coevo.stages.equivalence import make_run_verifier
+    from coevo.worlds.math import MathWorld
+
+    t0 = time.time()
+    if model_dir:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(model_dir)
+        model = AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=dtype).to(device)
+    else:
+        model, tok = build(size, device, dtype, seed), make_char_tokenizer(vocab_size=SIZES[size]["vocab_size"])
+    base = SharedBase(model, tok, lora={"r": 16, "alpha": 32}, gradient_checkpointing=True)
+    micro = WORKLOAD[size][3]
+    pols = {r: HFPolicy(r, base=base, lr=1e-5, micro_batch=micro, sample_batch=64, device=device, seed=seed,
+                        chat_template=bool(model_dir)) for r in ("solver", "synthesizer")}
+    style = "rzero" if model_dir else "fewshot"
+    cfg = load_config("cpu", None, ["recipe=rgbc", "rgbc.arm=full", "world.name=math", f"world.prompt_style={style}",
+                                    "backend.kind=hf", f"synco.tasks_per_step={tasks}", "synco.synth_group=4",
+                                    "synco.rounds=1", f"synco.steps_per_round={steps}", "synco.consensus_n=2",
+                                    "synco.synth_max_tokens=" + ("512" if model_dir else "32"),
+                                    "sampling.max_new_tokens=" + ("512" if model_dir else "16")])
+    world = MathWorld.from_config(cfg)
+    rec = RGBCRecipe(cfg, world, pols, "gpu-check", make_run_verifier(None, None, world))
+    res: dict = {"model": model_dir or f"random {size}", "build_s": round(time.time() - t0, 2), "steps": []}
+    with tempfile.TemporaryDirectory() as d:
+        led = Ledger(Path(d) / "ledger.duckdb")
+        led.append("runs", [{"run_id": "gpu-check", "recipe": "rgbc", "config_yaml": "{}"}])
+        for spec in [s for s in rec.plan() if s.phase == "train"][:steps]:
+            sync(device)
+            t = time.time()
+            with led.step("gpu-check", spec.step, spec.round, spec.phase, spec.phase_step) as w:
+                m = rec.run_step(spec, w)
+                w.metrics = m
+            sync(device)
+            res["steps"].append({"seconds": round(time.time() - t, 2), "n_proposed": m["n_proposed"],
+                                 "n_validated": m["n_validated"], "n_accepted": m["n_accepted"],
+                                 "n_bearing": m["n_bearing"], "rollouts": m["rollouts"]})
+        res["updates"] = _update_counts(led)
+        led.close()
+    if device.startswith("cuda"):
+        res["peak_gpu_mem_gib"] = round(torch.cuda.max_memory_allocated() / 2 ** 30, 2)
+    del pols, base, model
+    gc.collect()
+    return res
+
+
+def _update_counts(led) -> dict:
+    return {r["role"]: int(r["n"]) for r in led.query("SELECT role, count(*) AS n FROM updates GROUP BY role")}
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description="Sampling + GRPO with two LoRA roles on a random Qwen2 model.")
     ap.add_argument("--device", default="auto", help="auto | cuda | cpu")
@@ -157,6 +224,10 @@ def main(argv=None) -> dict:
     ap.add_argument("--timed-updates", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json-out", default=None)
+    ap.add_argument("--rgbc-steps", type=int, default=None,
+                    help="joint RGBC steps (arm full, math world) after the size checks (default: 2 on cuda, 0 on cpu)")
+    ap.add_argument("--rgbc-size", default=None, help="model size of the RGBC steps (default: 0.5B on cuda, tiny on cpu)")
+    ap.add_argument("--rgbc-model", default=None, help="local model directory for the RGBC steps (real weights)")
     a = ap.parse_args(argv)
     from coevo.backends.hf import pick_dtype
 
@@ -176,6 +247,13 @@ def main(argv=None) -> dict:
     for s in sizes:
         out["sizes"][s] = check_size(s, device, dtype, a.timed_updates, a.seed)
         print(json.dumps({s: out["sizes"][s]}), file=sys.stderr, flush=True)
+    n_rgbc = a.rgbc_steps if a.rgbc_steps is not None else (2 if device.startswith("cuda") else 0)
+    if n_rgbc > 0:
+        rs = a.rgbc_size or ("0.5B" if device.startswith("cuda") else "tiny")
+        if rs not in SIZES:
+            ap.error(f"unknown --rgbc-size {rs!r}; choose from {list(SIZES)}")
+        out["rgbc"] = rgbc_steps(rs, device, dtype, n_rgbc, a.seed, a.rgbc_model)
+        print(json.dumps({"rgbc": out["rgbc"]}), file=sys.stderr, flush=True)
     out["total_s"] = round(time.time() - t0, 1)
     text = json.dumps(out, indent=2)
     print(text, flush=True)

@@ -29,3 +29,17 @@ def test_gpu_check_cpu_path(tmp_path):
     assert "peak_gpu_mem_gib" not in tiny  # CPU path
     assert json.loads(r.stdout[r.stdout.index("{"):]) == res
 
+
+
+def test_gpu_check_rgbc_steps_cpu_path(tmp_path):
+    """The RGBC code path of gpu_check (two joint steps, two LoRA roles) on the tiny random model."""
+    out = tmp_path / "gpu_check.json"
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "2"}
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_check.py"), "--device", "cpu", "--sizes", "tiny",
+                        "--timed-updates", "1", "--rgbc-steps", "2", "--json-out", str(out)], capture_output=True,
+                       text=True, env=env, timeout=600, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rg = json.loads(out.read_text())["rgbc"]
+    assert rg["model"] == "random tiny" and len(rg["steps"]) == 2
+    assert all(s["n_proposed"] == 8 for s in rg["steps"])
+    assert rg["updates"] == {"solver": 2, "synthesizer": 2}  # one update row per role and step

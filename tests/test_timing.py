@@ -50,7 +50,6 @@ def test_no_record_no_cost(clock):
     assert timing.current() is None
     with timing.stage("sample"), timing.model_compute():
         clock(1.0)
-    timing.add("ledger", 2.0)
     assert timing.current() is None
 
 

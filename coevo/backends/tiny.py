@@ -39,25 +39,26 @@ class TinyConfig:
 
 
 class KVCache:
-    """Keys and values of one block, preallocated for ``capacity`` positions (prompt + new
-    tokens): each step writes its slice in place instead of growing the cache by
-    ``torch.cat`` (which copied the whole cache every token).  ``extend`` returns views of
-    the filled part, holding the same values the concatenation held."""
+    """Keys and values of one block, extended each decoding step: grown by ``torch.cat``
+    (``capacity=None``, the default) or written into a buffer preallocated for ``capacity``
+    positions (``TinyGPT.preallocate_kv``).  Bit-identical; on CPU the buffer's strided views
+    make attention slower than the copy saved (docs/speed.md)."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int | None = None) -> None:
         self.capacity, self.n = capacity, 0
         self.k: torch.Tensor | None = None
         self.v: torch.Tensor | None = None
 
     def extend(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.capacity is None:
+            if self.k is not None:
+                k, v = torch.cat([self.k, k], 2), torch.cat([self.v, v], 2)
+            self.k, self.v, self.n = k, v, k.shape[2]
+            return k, v
         B, H, T, D = k.shape
         if self.k is None:
-            self.k = k.new_empty((B, H, self.capacity, D))
-            self.v = v.new_empty((B, H, self.capacity, D))
-        if self.n + T > self.capacity:
-            raise ValueError(f"KV cache full: {self.n} + {T} positions > capacity {self.capacity}")
-        self.k[:, :, self.n:self.n + T] = k
-        self.v[:, :, self.n:self.n + T] = v
+            self.k, self.v = k.new_empty((B, H, self.capacity, D)), v.new_empty((B, H, self.capacity, D))
+        self.k[:, :, self.n:self.n + T], self.v[:, :, self.n:self.n + T] = k, v
         self.n += T
         return self.k[:, :, :self.n], self.v[:, :, :self.n]
 
@@ -85,6 +86,8 @@ class Block(nn.Module):
 
 
 class TinyGPT(nn.Module):
+    preallocate_kv = False  # KVCache mode of sampling (see KVCache: cat is faster on CPU)
+
     def __init__(self, cfg: TinyConfig) -> None:
         super().__init__()
         self.cfg = cfg
@@ -115,7 +118,7 @@ class TinyGPT(nn.Module):
         x = self.wte(idx) + self.wpe(pos)
         causal = torch.ones(T, T, dtype=torch.bool).tril()
         mask = (causal[None, None] & attn[:, None, None, :]) | torch.eye(T, dtype=torch.bool)[None, None]
-        caches = [KVCache(T + max_new) for _ in self.blocks]
+        caches = [KVCache(T + max_new if self.preallocate_kv else None) for _ in self.blocks]
         for blk, c in zip(self.blocks, caches):
             x = blk(x, mask, c)
         return self.head(self.ln_f(x[:, -1:]))[:, 0], caches

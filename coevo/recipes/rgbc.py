@@ -66,8 +66,8 @@ class RGBCRecipe(RecipeBase):
     name = "rgbc"
 
     def __init__(self, cfg, world, policies: dict, run_id: str, verifier) -> None:
-        super().__init__(cfg, world, policies, run_id, verifier)
         self._check_world(cfg, world)
+        super().__init__(cfg, world, policies, run_id, verifier)
         self.synth = policies["synthesizer"]
         sc, rc = cfg.synco, cfg.rgbc
         self.arm = "synco" if cfg.recipe == "synco" else rc.arm
