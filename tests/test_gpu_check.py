@@ -31,6 +31,7 @@ def test_gpu_check_cpu_path(tmp_path):
 
 
 
+@pytest.mark.slow
 def test_gpu_check_rgbc_steps_cpu_path(tmp_path):
     """The RGBC code path of gpu_check (two joint steps, two LoRA roles) on the tiny random model."""
     out = tmp_path / "gpu_check.json"
