@@ -271,6 +271,7 @@ def test_real_llm_judge_path_through_a_local_endpoint():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_pretrain_regenerates_the_shipped_criteria_policies(tmp_path):
     """``coevo pretrain --role criteria`` (about 3 CPU minutes in all): same digests and
     per-axis accuracies as the shipped files."""
