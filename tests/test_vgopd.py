@@ -1,6 +1,7 @@
 """VG-OPD recipe (coevo/recipes/vgopd.py): tiny end-to-end runs per CASA arm, the null check (abstention
 rates 0 -> phi = 0 everywhere and the three arms' runs identical), r / r~ = 1 / (1 - phi) on ledger data,
 and the zero-abstention self-check stopping a real run with one line."""
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,7 +10,7 @@ import duckdb
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import REPO, coevo_cmd  # noqa: E402
+from conftest import REPO  # noqa: E402
 from fingerprint import fingerprint  # noqa: E402
 
 TINY = ["-q", "--recipe", "vgopd", "--set", "vgopd.rounds=1", "--set", "vgopd.steps_per_round=1",
@@ -102,10 +103,9 @@ def test_self_check_stops_run_with_one_line(tmp_path):
     """An injected arm difference (arm B's reward + 0.01) on zero-abstention groups stops a real run."""
     cmd = [sys.executable, "-c", INJECT, "run", "--out", str(tmp_path / "bad"), *TINY, *NULL, *ARM["A"]]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO,
-                       env={**__import__("os").environ, "COLUMNS": "400"})
+                       env={**os.environ, "COLUMNS": "400"})
     assert p.returncode == 2, p.stderr[-2000:]
     err = [ln for ln in p.stderr.splitlines() if ln.strip()]
     assert len(err) == 1, p.stderr
     assert err[0].startswith("error: CASA self-check failed at step 1, group 0 (crit-")
     assert "arms A and B differ in rewards[0] although no rollout of the group abstained" in err[0]
-    assert coevo_cmd("x")[1:3] == ["-m", "coevo.cli"]  # the same entry point the other runs use
