@@ -46,6 +46,7 @@ def null_runs(tmp_path_factory) -> dict:
     return {arm: run_inprocess(d / arm, *TINY, *NULL, *extra) for arm, extra in ARM.items()}
 
 
+@pytest.mark.slow  # the module fixture makes three runs (~45 s CPU together)
 @pytest.mark.parametrize("arm", list(ARM))
 def test_tiny_run_per_arm(null_runs, arm):
     rd = null_runs[arm]
@@ -62,6 +63,7 @@ def test_tiny_run_per_arm(null_runs, arm):
     assert (rd / "report.html").read_text().count("CASA: criterion-set accounting") == 1
 
 
+@pytest.mark.slow
 def test_null_check_phi_zero_and_arms_identical(null_runs):
     for rd in null_runs.values():
         assert rows(rd, "SELECT max(phi), max(W_A), max(n_abstained) FROM criterion_scores") == [(0.0, 0.0, 0)]
@@ -75,7 +77,6 @@ def test_null_check_phi_zero_and_arms_identical(null_runs):
     assert gates["A"] == gates["B"] == gates["C"]
 
 
-@pytest.mark.slow
 def test_inflation_identity_on_ledger(tmp_path):
     rd = tmp_path / "abst"
     run_inprocess(rd, *TINY, *ARM["C"], "--set", "world.options.judge_unknown_rate=0.5",
