@@ -95,11 +95,15 @@ SYNTH_INSTRUCTION = (
     "<answer>\n{{the final answer only}}\n</answer>"
 )
 FEWSHOT_SOLUTIONS = ("14 - 9 = 5.", "60 * 3 = 180.", "3 * 8 = 24.", "40 - 25 = 15.", "36 / 4 = 9.", "7 * 6 = 42.")
+# fewshot: the Solver's Problem / Solution pattern (a 135M model does not write three tagged blocks:
+# 0 of 8 SmolLM2-135M outputs did, measured); the answer is prefilled with "Problem:"
 FEWSHOT_SYNTH = (
-    "Write one new math word problem whose answer is a whole number, a short solution, and the answer, "
-    "in the three blocks of the example.\n\nExample:\n<question>\n{q}\n</question>\n"
-    "<solution>\n{s} The answer is \\boxed{{{a}}}.\n</solution>\n<answer>{a}</answer>"
+    "Write a new math word problem whose answer is a whole number, then solve it.\n\n"
+    "Example:\nProblem: {q}\nSolution: {s} The answer is \\boxed{{{a}}}.\n\nNow write a new problem and its solution in the same format."
 )
+FEWSHOT_SYNTH_STOPS = ("\nProblem:", "\nExample")
+_ANSWER_SAYS = re.compile(r"(?i)(?:the\s+)?(?:final\s+)?answer\s*(?:is|:|=)")
+_LAST_EQ_NUM = re.compile(r"=\s*\$?\s*(-?\d[\d,]*(?:\.\d+)?)")
 _ASKS_RE = re.compile(r"\b(find|compute|calculate|determine|evaluate|how many|how much|what|which|simplify|solve)\b",
                       re.IGNORECASE)
 _PROOF_RE = re.compile(r"\b(prove|show that)\b", re.IGNORECASE)
@@ -160,7 +164,7 @@ class MathWorld:
         if self.prompt_style != "fewshot":
             return None
         if role == "synthesizer":
-            return ResponseFormat(prefix="<question>\n", stop=("</answer>",))
+            return ResponseFormat(prefix="Problem:", stop=FEWSHOT_SYNTH_STOPS)
         if role == "proposer":
             return ResponseFormat(prefix="<question>\n", stop=FEWSHOT_QUESTION_ENDS)
         return ResponseFormat(prefix="Solution:", stop=("\nProblem:",))
@@ -205,7 +209,10 @@ class MathWorld:
     def parse_synthesis(self, text: str, task_id: str, finish_reason: str = "stop") -> Synthesis:
         """Question, reference solution and final answer of a free-form Synthesizer output, with the
         world's verdicts: ``schema``, ``well_posed`` (``question_problem``), ``legality``
-        (``answer_problem``, ended with <eos>/stop, nothing outside the blocks)."""
+        (``answer_problem``, ended with <eos>/stop, nothing outside the blocks).  ``fewshot``:
+        the Problem / Solution pattern instead (``_parse_synthesis_fewshot``)."""
+        if self.prompt_style == "fewshot":
+            return self._parse_synthesis_fewshot(text, task_id, finish_reason)
         b = blocks(text)
         q = b["question"][0].strip() if len(b["question"]) == 1 else ""
         sol = b["solution"][0].strip() if len(b["solution"]) == 1 else ""
@@ -225,6 +232,35 @@ class MathWorld:
             task = Task(task_id=task_id, question=q, reference=ans or None, solution=sol,
                         meta={"difficulty": "generated"})
         return Synthesis(q, sol, ans, task, checks, self.stated_answer(sol))
+
+    def _parse_synthesis_fewshot(self, text: str, task_id: str, finish_reason: str) -> Synthesis:
+        """``Problem: Q\nSolution: S ... The answer is \\boxed{A}.``: question = Q; final answer = the last
+        ``\\boxed{}`` (else "the answer is N"); reference solution = S before that statement; the answer the
+        solution states = the number after its last ``=``.  Schema: all three present.  Legality: a legal
+        answer, and the output stopped -- or was cut after its final answer (small models ramble on)."""
+        body = text[len("Problem:"):] if text.startswith("Problem:") else text
+        for stop in FEWSHOT_SYNTH_STOPS:
+            body = body[:-len(stop)] if body.endswith(stop) else body
+        i = body.find("Solution:")
+        q = body[:i].strip() if i >= 0 else ""
+        rest = body[i + len("Solution:"):] if i >= 0 else ""
+        ans = self.stated_answer(rest) or ""
+        said = list(_ANSWER_SAYS.finditer(rest))
+        cut = [k for k in (rest.rfind("\\boxed"), said[-1].start() if said else -1) if k >= 0]
+        sol = rest[:min(cut)].strip() if cut else rest.strip()
+        why = "missing-solution" if i < 0 else ("empty-question" if not q else (
+            "empty-solution" if not sol else ("missing-answer" if not ans else "")))
+        checks = {"schema": (not why, why)}
+        why = question_problem(q) if i >= 0 else "no-question-end"
+        checks["well_posed"] = (not why, why)
+        why = answer_problem(unwrap_answer(ans)) if ans else "no-answer"  # a cut output with a final answer is legal
+        checks["legality"] = (not why, why)
+        hits = _LAST_EQ_NUM.findall(sol)
+        task = None
+        if checks["well_posed"][0]:
+            task = Task(task_id=task_id, question=q, reference=unwrap_answer(ans) or None, solution=sol,
+                        meta={"difficulty": "generated"})
+        return Synthesis(q, sol, unwrap_answer(ans), task, checks, hits[-1].replace(",", "") if hits else None)
 
     def stated_answer(self, solution: str) -> str | None:
         """The answer a solution states: its last ``\\boxed{}``, else the number after the last "answer is"."""
