@@ -43,13 +43,30 @@ def _validate(world, texts, finish="stop", recent=()):
 def test_world_prompts_and_parse():
     w = MathWorld(prompt_style="fewshot")
     ps = w.synthesizer_prompts(3, seed=0)
-    assert len(set(ps)) == 3 and all("<solution>" in p and "\\boxed{" in p for p in ps)
-    assert w.response_format("synthesizer").stop == ("</answer>",)
+    assert len(set(ps)) == 3 and all("Solution:" in p and "\\boxed{" in p for p in ps)
+    assert w.response_format("synthesizer").prefix == "Problem:"
+    assert w.response_format("synthesizer").stop == ("\nProblem:", "\nExample")
     assert "<solution>" in MathWorld().synthesizer_prompts(1)[0] and MathWorld().response_format("synthesizer") is None
     assert ArithmeticWorld().synthesizer_prompts(2, 5) == [SYNTH_PROMPT] * 2
-    s = w.parse_synthesis(GOOD, "x")
+    s = MathWorld().parse_synthesis(GOOD, "x")
     assert s.task.question.startswith("A farmer") and s.task.reference == "19" and s.solution_answer == "19"
     assert all(ok for ok, _ in s.checks.values())
+
+
+def test_fewshot_synthesis_parse():
+    """Small models: Problem / Solution / "The answer is \\boxed{}" (SmolLM2-135M writes this, not tags)."""
+    w = MathWorld(prompt_style="fewshot")
+    ok = w.parse_synthesis("Problem: Tom has 3 bags of 8 pens. How many pens?\nSolution: 3 * 8 = 24. "
+                           "The answer is \\boxed{24}.\nProblem:", "a", "stop")
+    assert (ok.question, ok.solution, ok.answer, ok.solution_answer) == (
+        "Tom has 3 bags of 8 pens. How many pens?", "3 * 8 = 24.", "24", "24")
+    assert all(v[0] for v in ok.checks.values())
+    bad = w.parse_synthesis("Problem: Tom has 4 bags. How many bags?\nSolution: 4 + 1 = 5. The answer is 6.", "b", "length")
+    assert (bad.answer, bad.solution_answer) == ("6", "5")  # the validator's verifier call rejects it
+    assert w.parse_synthesis("Problem: A snail climbs a well. How many days", "c", "length").checks["schema"] == (
+        False, "missing-solution")
+    vals = _validate(w, ["Problem: Tom has 4 bags. How many bags?\nSolution: 4 + 1 = 5. The answer is 6."])
+    assert vals[0].checks["consistency"] == (False, "final-value-mismatch")
 
 
 def test_freeform_validator_verdicts():
