@@ -37,10 +37,14 @@ def test_toy_recipe_three_roles_multiturn(tmp_path):
 
 
 def test_unsupported_recipe_world_pair_is_one_line():
-    p = run_coevo("run", "--recipe", "rgbc", "--set", "world.name=math", check=False)
+    p = run_coevo("run", "--recipe", "rzero", "--set", "world.name=scripted", check=False)
     assert p.returncode == 2
     err = (p.stderr + p.stdout).strip().splitlines()
-    assert len(err) == 1 and "does not support world 'math'" in err[0]
+    assert len(err) == 1 and "does not support world 'scripted'" in err[0]
+    # a supported pair the tiny backend cannot play (its Synthesizer writes arithmetic only): one line too
+    p = run_coevo("run", "--recipe", "rgbc", "--set", "world.name=math", check=False)
+    err = (p.stderr + p.stdout).strip().splitlines()
+    assert p.returncode == 2 and len(err) == 1 and "needs a real model" in err[0]
 
 
 def test_unknown_recipe_module_is_one_line():
