@@ -19,7 +19,6 @@ the judge can be trusted on the worlds that have no oracle. API keys only by ref
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -75,18 +74,14 @@ class ReferenceTruth:
         path = Path(path)
         if not path.is_file():
             raise TruthError(f"truth.references: file not found: {path}")
-        self.path, self.verifier, self.answers = path, verifier, {}
-        for ln, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise TruthError(f"truth.references: {path}:{ln}: not JSON ({e.msg})") from None
-            q, a = row.get("question"), row.get("answers", row.get("answer"))
-            if not q or a is None:
-                raise TruthError(f"truth.references: {path}:{ln}: needs 'question' and 'answer' or 'answers'")
-            self.answers[_norm_q(q)] = [str(x) for x in a] if isinstance(a, list) else [str(a)]
+        from coevo.worlds.math import load_jsonl_tasks  # the one JSONL task reader (question + answer(s))
+
+        try:
+            tasks = load_jsonl_tasks(path)
+        except ValueError as e:
+            raise TruthError(f"truth.references: {e}") from None
+        self.path, self.verifier = path, verifier
+        self.answers = {_norm_q(t.question): list(t.meta["answers"]) for t in tasks}
 
     @property
     def version(self) -> str:
