@@ -31,7 +31,7 @@ from coevo.audit.instruments import bearing_indicator, estimate_dict, kappa_bar,
 from coevo.audit.nullmodel import bearing_probability, invert_null_model, null_fit_error
 from coevo.audit.predictions import judge
 from coevo.audit.simulate import FRONTIER_KAPPA, NOISE_KAPPA
-from coevo.audit.stats import Z95
+from coevo.audit.stats import Z95, wilson_interval
 
 __all__ = ["CertifyError", "P1_HOLDS", "P1_TERMINATES", "certify", "draw_groups", "certificate_from_groups",
            "kappa_truth"]
@@ -102,11 +102,14 @@ def certificate_from_groups(groups: dict, k: int, batch: int = 32, mode_agrees: 
     kv = estimate_dict(kb)
     bb = kb.extra.get("batch_bootstrap") or {}
     wald = (kb.value - Z95 * kb.se, kb.value + Z95 * kb.se) if np.isfinite(kb.se) else (kb.ci_low, kb.ci_high)
-    # few batches make a batch bootstrap far too narrow: the headline interval is the wider of the two
-    if not (wald[1] - wald[0] <= kb.ci_high - kb.ci_low):
-        kv["ci_low"], kv["ci_high"] = wald
-    kv.update(interval="wider of task-clustered Wald and batch bootstrap",
-              ci_wald=list(wald), ci_batch_bootstrap=[bb.get("ci_low"), bb.get("ci_high")],
+    wil = wilson_interval(kb.value, kb.n) if kb.n else (float("nan"), float("nan"))
+    # few batches make a batch bootstrap far too narrow, and a Wald interval collapses at 0 or 1 with few
+    # tasks: the headline interval is the widest of the three
+    for lo, hi in (wald, wil):
+        if not (hi - lo <= kv["ci_high"] - kv["ci_low"]):
+            kv["ci_low"], kv["ci_high"] = lo, hi
+    kv.update(interval="widest of task-clustered Wald, Wilson and batch bootstrap",
+              ci_wald=list(wald), ci_wilson=list(wil), ci_batch_bootstrap=[bb.get("ci_low"), bb.get("ci_high")],
               n_batches=int(np.unique(batches[bearing_indicator(s) & np.isfinite(c)]).size),se_binomial=kb.extra.get("se_binomial"), se_task_clustered=kb.extra.get("se_clustered"),
               se_batch_clustered=kb.extra.get("se_batch_clustered"), n_screened=int(n),
               n_screen_bearing=kb.extra.get("n_screen_bearing"))
