@@ -10,7 +10,7 @@ from typing import List, Optional
 
 import typer
 
-from coevo.cli_common import UserError, console, emit_json, fail  # noqa: F401 - re-exported
+from coevo.cli_common import UserError, console, emit_json, fail, solver_policy  # noqa: F401 - re-exported
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Self-evolving proposer-solver training with honest reward accounting.")
@@ -209,18 +209,11 @@ def eval_cmd(
 
         w = ArithmeticWorld()
     try:
-        from coevo.backends.roles import RoleConfigError, make_role_policies
+        from coevo.backends.roles import RoleConfigError
     except ImportError as e:
         fail(f"the hf extra is needed for `coevo eval` (pip install -e '.[hf]'): {e}")
     try:
-        cfg = {"model": model, "roles": ["solver"], "mode": "lora", "device": device, "lora": {"r": 16, "alpha": 32}}
-        if server:
-            cfg.update(backend="openai", servers=list(server), adapter_dir=str(Path(".coevo-eval-adapters")))
-        pol = make_role_policies(cfg)["solver"]
-        if checkpoint is not None:
-            if not checkpoint.exists():
-                raise EvalError(f"checkpoint not found: {checkpoint}")
-            pol.load(str(checkpoint))
+        pol = solver_policy(model, device, server, checkpoint, command="coevo eval")
         res = evaluate_jsonl(pol, w, path, k=k, greedy=greedy, temperature=temperature, top_p=top_p,
                              max_new_tokens=max_new_tokens, limit=limit)
     except (EvalError, RoleConfigError, UserError) as e:

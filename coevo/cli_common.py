@@ -26,3 +26,24 @@ def fail(msg: str) -> None:
 
 def emit_json(obj) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, default=float) + "\n")
+
+
+def solver_policy(model: str, device: str, server, checkpoint=None, command: str = "coevo eval"):
+    """The solver policy the evaluation commands use (`eval`, `eval-qa`, `certify`): an HF model with a
+    LoRA role, or OpenAI-compatible ``server``s; ``checkpoint``: a role checkpoint to load. Bad input ->
+    ``UserError`` (one line)."""
+    from pathlib import Path
+
+    try:
+        from coevo.backends.roles import make_role_policies
+    except ImportError as e:
+        raise UserError(f"the hf extra is needed for `{command}` (pip install -e '.[hf]'): {e}") from None
+    cfg = {"model": model, "roles": ["solver"], "mode": "lora", "device": device, "lora": {"r": 16, "alpha": 32}}
+    if server:
+        cfg.update(backend="openai", servers=list(server), adapter_dir=str(Path(".coevo-eval-adapters")))
+    pol = make_role_policies(cfg)["solver"]
+    if checkpoint is not None:
+        if not Path(checkpoint).exists():
+            raise UserError(f"checkpoint not found: {checkpoint}")
+        pol.load(str(checkpoint))
+    return pol

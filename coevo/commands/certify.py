@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from coevo.cli_common import UserError, console, emit_json, fail
+from coevo.cli_common import UserError, console, emit_json, fail, solver_policy
 
 
 def _arithmetic_tasks(n: int, seed: int, levels: str):
@@ -37,14 +37,7 @@ def _policy(model: str, world_name: str, device: str, server: list[str], seed: i
         from coevo.runner import ASSETS
 
         return TinyPolicy.from_checkpoint("solver", ASSETS / "solver.pt", lr=1e-4, seed=seed)
-    try:
-        from coevo.backends.roles import make_role_policies
-    except ImportError as e:
-        raise UserError(f"the hf extra is needed for --model {model} (pip install -e '.[hf]'): {e}") from None
-    cfg = {"model": model, "roles": ["solver"], "mode": "lora", "device": device, "lora": {"r": 16, "alpha": 32}}
-    if server:
-        cfg.update(backend="openai", servers=list(server), adapter_dir=str(Path(".coevo-eval-adapters")))
-    return make_role_policies(cfg)["solver"]
+    return solver_policy(model, device, server, command="coevo certify")
 
 
 def _world(name: str, prompt_style: str):

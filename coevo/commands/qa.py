@@ -8,7 +8,7 @@ from typing import List, Optional
 
 import typer
 
-from coevo.cli_common import UserError, console, emit_json, fail
+from coevo.cli_common import UserError, console, emit_json, fail, solver_policy
 
 
 def load_benchmarks(spec: str, data_dir: Optional[Path], split: Optional[str], limit: Optional[int]) -> list:
@@ -36,19 +36,7 @@ def make_retriever(corpus: Optional[Path], retriever_url: Optional[str], timeout
 
 
 def make_solver(model: str, device: str, server: List[str], checkpoint: Optional[Path]):
-    try:
-        from coevo.backends.roles import make_role_policies
-    except ImportError as e:
-        raise UserError(f"the hf extra is needed for `coevo eval-qa` (pip install -e '.[hf]'): {e}") from None
-    cfg = {"model": model, "roles": ["solver"], "mode": "lora", "device": device, "lora": {"r": 16, "alpha": 32}}
-    if server:
-        cfg.update(backend="openai", servers=list(server), adapter_dir=str(Path(".coevo-eval-adapters")))
-    pol = make_role_policies(cfg)["solver"]
-    if checkpoint is not None:
-        if not checkpoint.exists():
-            raise UserError(f"checkpoint not found: {checkpoint}")
-        pol.load(str(checkpoint))
-    return pol
+    return solver_policy(model, device, server, checkpoint, command="coevo eval-qa")
 
 
 def write_samples(path: Path, samples: dict) -> None:
