@@ -104,3 +104,33 @@ def test_both_truth_sources_is_one_line_error():
     p = run_coevo("run", "--set", "truth.references=x.jsonl", "--set", "truth.judge.base_url=http://127.0.0.1:1/v1",
                   "--set", "truth.judge.model=m", check=False)
     assert p.returncode == 2 and "truth" in p.stderr and "not both" in p.stderr
+
+
+def test_rgbc_reference_accuracy_by_judge_and_agreement_with_oracle(judge_url, tmp_path):
+    """SynCo/RGBC: every validated task's reference answer judged by the truth source (issue #13
+    item 5); over the validated and the accepted tasks; agreement with the arithmetic oracle."""
+    out = tmp_path / "rgbc"
+    run_coevo("run", "--out", str(out), "-q", "--recipe", "rgbc", "--set", "rgbc.arm=full", "--set", "synco.rounds=1",
+              "--set", "synco.steps_per_round=1", "--set", "synco.tasks_per_step=16", "--set", "world.eval_per_level=6",
+              "--set", f"truth.judge.base_url={judge_url}", "--set", "truth.judge.model=scripted",
+              "--set", "truth.judge.api_key_env=COEVO_TEST_JUDGE_KEY", env={"COEVO_TEST_JUDGE_KEY": "k"})
+    con = duckdb.connect(str(out / "ledger.duckdb"), read_only=True)
+    rows = con.execute("select v.task_id, v.value, v.reason, t.question, t.reference, t.oracle_answer, t.kept "
+                       "from verdicts v join tasks t using (run_id, task_id) "
+                       "where v.target = 'truth:llm_truth' order by v.task_id").fetchall()
+    n_valid = con.execute("select count(distinct task_id) from verdicts where target = 'validator:schema' "
+                          "and task_id in (select task_id from verdicts where target like 'validator:%' "
+                          "group by task_id having min(value) = 1)").fetchone()[0]
+    assert rows and len(rows) == n_valid
+    for _, value, reason, q, ref, *_ in rows:
+        reply = scripted_reply(q, ref)
+        assert value == {"Yes.": 1, "No.": 0}.get(reply) and (reason == "judge-unknown") == (reply == "unknown")
+    judged = [(v, int(ref) == int(orc), kept) for _, v, _, _, ref, orc, kept in rows if v is not None]
+    m = json.loads(con.execute("select metrics_json from steps where phase = 'train'").fetchone()[0])
+    assert m["reference_accuracy_truth"] == pytest.approx(sum(v for v, *_ in judged) / len(judged))
+    acc = [v for v, _, kept in judged if kept]
+    assert m["reference_accuracy_truth_accepted"] == (pytest.approx(sum(acc) / len(acc)) if acc else None)
+    assert m["truth_oracle_n"] == len(judged)
+    assert m["truth_oracle_agreement"] == pytest.approx(sum((v == 1) == o for v, o, _ in judged) / len(judged))
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["rounds"][0]["reference_accuracy_truth"] == pytest.approx(m["reference_accuracy_truth"])

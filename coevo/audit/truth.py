@@ -23,12 +23,14 @@ import re
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from coevo.audit.auditor import audit_agreement
+from coevo.audit.instruments import pseudo_label_accuracy
 from coevo.secrets import DEFAULT_API_KEY_ENV
 from coevo.verify.judge import JUDGE_CODE_VERSION, LLMJudge, raise_for_auth
 from coevo.verify.verdict import Verdict
 
 __all__ = ["TRUTH_PROMPT", "TRUTH_PROMPT_VERSION", "TruthJudge", "ReferenceTruth", "TruthSource", "TruthError",
-           "truth_from_config"]
+           "truth_from_config", "truth_metrics"]
 
 TRUTH_PROMPT_VERSION = "truth-v1"
 TRUTH_PROMPT = (
@@ -136,3 +138,22 @@ def truth_from_config(section, verifier) -> Optional[TruthSource]:
         return TruthSource(judge=TruthJudge(j.base_url, j.model, api_key_env=j.api_key_env or DEFAULT_API_KEY_ENV,
                                             timeout_s=j.timeout_s, retries=j.retries))
     return TruthSource(references=ReferenceTruth(section.references, verifier))
+
+
+def truth_metrics(source: TruthSource, questions: Sequence[str], answers: Sequence[Optional[str]],
+                  oracle_flags: Optional[Sequence[Any]] = None,
+                  name: str = "pseudo_label_accuracy") -> tuple[list[Verdict], dict]:
+    """The truth source's verdict on each (question, answer) and the step numbers they give:
+    ``<name>_truth`` (share judged correct, abstentions left out), ``truth_unjudged``, ``truth_kind``
+    and, where ``oracle_flags`` holds any oracle verdict (the arithmetic world), the source's
+    agreement, Cohen's kappa and n against the oracle. ``name`` is ``pseudo_label_accuracy``
+    for R-Zero's majority labels and ``reference_accuracy`` for SynCo/RGBC's reference answers."""
+    vs = source.verdicts(list(questions), list(answers))
+    est = pseudo_label_accuracy([v.value for v in vs])
+    out: dict = {f"{name}_truth": est.value if est.n else None,
+                 "truth_unjudged": sum(v.value is None for v in vs), "truth_kind": source.kind}
+    if oracle_flags is not None and any(o is not None for o in oracle_flags):
+        agr = audit_agreement(list(oracle_flags), [v.value for v in vs])
+        out.update(truth_oracle_agreement=agr["agreement"], truth_oracle_kappa=agr["cohen_kappa"],
+                   truth_oracle_n=agr["n"])
+    return vs, out

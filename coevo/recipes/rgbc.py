@@ -30,6 +30,7 @@ from coevo.audit.false_agreement import solver_majority_columns
 from coevo.audit.data import finite
 from coevo.audit.instruments import estimate_dict, lag_excess, lag_selection_bias
 from coevo.audit.screen_confirm import finite_mean, screen_confirm_metrics, screen_confirm_truth
+from coevo.audit.truth import truth_metrics
 from coevo.ledger.rows import dumps, task_row, verdict_row
 from coevo.ledger.store import StepWriter
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan, sampling_params
@@ -48,14 +49,18 @@ from coevo.worlds.base import Task, role_sampling
 _ROLES = (RoleSpec("solver", asset="solver", seed_offset=0, lr="lr_solver"),
           RoleSpec("synthesizer", asset="synthesizer", seed_offset=1, lr="lr_challenger"))
 _COLS = ("synthesizer_reward_mean", "solver_reward_mean", "bearing_rate", "kappa_bar", "nu_bar", "lag_bar")
+_TRUTH_COLS = ("reference_accuracy_truth", "reference_accuracy_truth_accepted", "truth_oracle_agreement",
+               "truth_oracle_kappa")
 RECIPES = {
     "synco": RecipeInfo(name="synco", factory="coevo.recipes.rgbc:RGBCRecipe", roles=_ROLES,
                         sections={"synco": SynCoConfig, "rgbc": RGBCConfig}, worlds=("arithmetic", "math"),
                         summary_columns=_COLS, report_sections=("coevo.report.teachable:section",),
+                        optional_summary_columns=_TRUTH_COLS,
                         description="SynCo: Synthesizer + Reasoner, validator, consensus, T(mu_1)"),
     "rgbc": RecipeInfo(name="rgbc", factory="coevo.recipes.rgbc:RGBCRecipe", roles=_ROLES,
                        sections={"synco": SynCoConfig, "rgbc": RGBCConfig}, worlds=("arithmetic", "math"),
                        summary_columns=_COLS, report_sections=("coevo.report.teachable:section",),
+                       optional_summary_columns=_TRUTH_COLS,
                        description="SynCo + RGBC: screen/confirm, kappa discount, nu, lag; arms synco|mu_tilde|full"),
 }
 
@@ -116,6 +121,7 @@ class RGBCRecipe(RecipeBase):
         ctx = self.ctx(spec)
         cands, extra = self._synthesize(spec, w)
         states = self._consensus(ctx, cands, w)
+        truth = self._reference_truth(spec, cands, w)
         self._audit_pass_rates(ctx, states, post=False)
         self._screen(ctx, states, w)
         bear = [s for s in states if s.bearing]
@@ -135,7 +141,7 @@ class RGBCRecipe(RecipeBase):
             self._audit_pass_rates(ctx, [s for s in states if s.mu_post is not None], post=True)
         self._solver_majority(states)
         s_rewards, y_metrics, stats = self._reward_synthesizer(ctx, cands, w)
-        return self._metrics(cands, states, stats, extra, s_rewards, rewards, y_metrics, s_metrics)
+        return {**self._metrics(cands, states, stats, extra, s_rewards, rewards, y_metrics, s_metrics), **truth}
 
     # ------------------------------------------------------------------ stages
     def _synthesize(self, spec: StepSpec, w: StepWriter) -> tuple[list[Candidate], int]:
@@ -186,6 +192,23 @@ class RGBCRecipe(RecipeBase):
                 c.state = TaskState(i, c.validation.task, c.truth, anchor=c.validation.task.reference)
                 states.append(c.state)
         return states
+
+    def _reference_truth(self, spec: StepSpec, cands: list[Candidate], w: StepWriter) -> dict:
+        """Reference accuracy without an oracle (issue 13 item 5): the ``truth`` source's verdict on
+        every validated task's reference answer, over the validated and the accepted tasks, and,
+        where the world has an oracle, the source's agreement with it (coevo.audit.truth)."""
+        valid = [c for c in cands if c.validation.ok]
+        if self.truth is None or not valid:
+            return {}
+        vs, out = truth_metrics(self.truth, [c.validation.task.question for c in valid],
+                                [c.validation.task.reference for c in valid],
+                                [c.reference_correct for c in valid], name="reference_accuracy")
+        w.add("verdicts", [verdict_row(self.run_id, spec.step, f"{c.task_id}-reference", c.task_id,
+                                       f"truth:{self.truth.kind}", v.value, v.reason, self.truth.kind, v.version or "")
+                           for c, v in zip(valid, vs)])
+        acc = [v.value for c, v in zip(valid, vs) if c.state is not None and v.value is not None]
+        out["reference_accuracy_truth_accepted"] = sum(acc) / len(acc) if acc else None
+        return out
 
     def _draw(self, ctx: StepContext, tasks: list[Task], n: int, purpose: str, stream: str, truths: list,
               offset: int = 0):

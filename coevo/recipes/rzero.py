@@ -13,7 +13,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from coevo.audit.auditor import audit_agreement
+from coevo.audit.truth import truth_metrics
 from coevo.audit.instruments import pseudo_label_accuracy
 from coevo.config import Strict
 from coevo.ledger.rows import dumps, task_row, verdict_row
@@ -196,17 +196,11 @@ class RZeroRecipe(RecipeBase):
         and, where the world has an oracle too, that source's agreement with it (coevo.audit.truth)."""
         if self.truth is None or not kept:
             return {}
-        vs = self.truth.verdicts([d["question"] for d in kept], [d["label"] for d in kept])
+        vs, out = truth_metrics(self.truth, [d["question"] for d in kept], [d["label"] for d in kept],
+                                oracle_verdicts)
         w.add("verdicts", [verdict_row(self.run_id, spec.step, f"{d['task_id']}-label", d["task_id"],
                                        f"truth:{self.truth.kind}", v.value, v.reason, self.truth.kind, v.version or "")
                            for d, v in zip(kept, vs)])
-        est = pseudo_label_accuracy([v.value for v in vs])
-        out = {"pseudo_label_accuracy_truth": est.value if est.n else None,
-               "truth_unjudged": sum(v.value is None for v in vs), "truth_kind": self.truth.kind}
-        if any(v is not None for v in oracle_verdicts):
-            agr = audit_agreement(oracle_verdicts, [v.value for v in vs])
-            out.update(truth_oracle_agreement=agr["agreement"], truth_oracle_kappa=agr["cohen_kappa"],
-                       truth_oracle_n=agr["n"])
         return out
 
     def _solver(self, spec: StepSpec, w: StepWriter) -> dict:
