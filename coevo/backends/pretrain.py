@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import random
 import time
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
+from coevo.backends.sft import adamw, prompt_target, sft_batch, sft_step, warmup_cosine_lr
 from coevo.backends.tiny import TinyConfig, TinyPolicy, n_params, write_tiny_checkpoint
 from coevo.backends.base import SamplingParams
 from coevo.worlds.arithmetic import LEVELS, evaluate, generate, format_question
@@ -165,56 +164,23 @@ def example(role: str, rng: random.Random, mix: dict[str, float], wrong_rate: fl
     return "<synth>", f"{format_question(expr)}<solution>{sol}</solution><answer>{ans}</answer><eos>"
 
 
-def _batch(pol: TinyPolicy, pairs: list[tuple[str, str]]):
-    tok = pol.tok
-    seqs, starts = [], []
-    for p, t in pairs:
-        pi, ti = tok.encode(p), tok.encode(t)
-        seqs.append(pi + ti)
-        starts.append(len(pi))
-    T = min(max(len(s) for s in seqs), pol.cfg.block_size)
-    idx = torch.full((len(seqs), T), tok.pad_id, dtype=torch.long)
-    mask = torch.zeros((len(seqs), T - 1))
-    for r, s in enumerate(seqs):
-        s = s[:T]
-        idx[r, :len(s)] = torch.tensor(s)
-        mask[r, starts[r] - 1:len(s) - 1] = 1.0
-    return idx, mask
-
-
 def train_role(role: str, seed: int = 0, steps: int | None = None, quiet: bool = True) -> TinyPolicy:
     rec = RECIPES[role]
     steps = rec["steps"] if steps is None else steps
     torch.manual_seed(seed)
     rng = random.Random(rec["data_seed"] + seed if "data_seed" in rec else f"{role}-{seed}")
     pol = TinyPolicy(role, TinyConfig(vocab_size=31, **rec["arch"]), seed=seed)
-    opt = torch.optim.AdamW(pol.model.parameters(), lr=rec["lr"], weight_decay=0.01, betas=(0.9, 0.99))
+    opt = adamw(pol, rec["lr"])
     pol.model.train()
     t0 = time.time()
     for step in range(steps):
-        # warm-up, then cosine to 10 %; the solver's recipe writes pi as 3.14159 (as when its
-        # shipped file was made: bit-for-bit reproduction needs the same float)
-        if "pi" in rec:
-            cos = math.cos(step / max(steps, 1) * rec["pi"])
-        else:
-            cos = math.cos(math.pi * step / max(steps, 1))
-        lr = rec["lr"] * min(1.0, (step + 1) / 100) * (0.1 + 0.45 * (1 + cos))
-        for g in opt.param_groups:
-            g["lr"] = lr
+        lr = warmup_cosine_lr(rec["lr"], step, steps, rec.get("pi"))
         if "roles" in rec:  # a mix of roles in one model
             sub = rng.choices(list(rec["roles"]), weights=list(rec["roles"].values()), k=rec["batch"])
             pairs = [example(r_, rng, rec["mix"] if r_ == "solver" else RECIPES[r_]["mix"]) for r_ in sub]
         else:
             pairs = [example(role, rng, rec["mix"], rec.get("wrong_rate", 0.0)) for _ in range(rec["batch"])]
-        idx, mask = _batch(pol, pairs)
-        attn = idx != pol.tok.pad_id
-        logits = pol.model(idx, attn)[:, :-1]
-        loss = (F.cross_entropy(logits.reshape(-1, logits.shape[-1]), idx[:, 1:].reshape(-1), reduction="none")
-                .view(mask.shape) * mask).sum() / mask.sum()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(pol.model.parameters(), 1.0)
-        opt.step()
+        loss = sft_step(pol, opt, *sft_batch(pol, [prompt_target(p, t) for p, t in pairs]), lr)
         if not quiet and (step % 200 == 0 or step == steps - 1):
             print(f"[{role}] step {step:5d} loss {loss.item():.4f} ({time.time() - t0:.0f}s)", flush=True)
         if steps == rec["steps"] and step + 1 == rec.get("stop_after"):

@@ -20,13 +20,12 @@ Measured per-axis accuracy: docs/criteria.md.
 """
 from __future__ import annotations
 
-import math
 import random
 import time
 
 import torch
-import torch.nn.functional as F
 
+from coevo.backends.sft import adamw, prompt_target, sft_batch, sft_step, warmup_cosine_lr
 from coevo.backends.tiny import TinyConfig, TinyPolicy
 from coevo.backends.tokenizer import FULL_VOCAB
 from coevo.worlds.criteria_gen import ERRORS, Problem, perturbed_solution, random_problem, split_of
@@ -96,46 +95,19 @@ def _train_problem(rng: random.Random) -> Problem:
             return p
 
 
-def _batch(pol: TinyPolicy, pairs: list[tuple[str, str]]):
-    tok = pol.tok
-    seqs, starts = [], []
-    for prompt, target in pairs:
-        a, b = tok.encode(prompt), tok.encode(target)
-        seqs.append(a + b)
-        starts.append(len(a))
-    T = min(max(len(s) for s in seqs), pol.cfg.block_size)
-    idx = torch.full((len(seqs), T), tok.pad_id, dtype=torch.long)
-    mask = torch.zeros((len(seqs), T - 1))
-    for r, s in enumerate(seqs):
-        s = s[:T]
-        idx[r, :len(s)] = torch.tensor(s)
-        mask[r, starts[r] - 1:len(s) - 1] = 1.0  # position t predicts token t+1
-    return idx, mask
-
-
 def train_criteria_role(role: str, seed: int = 0, steps: int | None = None, quiet: bool = True) -> TinyPolicy:
     rec = RECIPES[role]
     total = rec["steps"] if steps is None else steps
     torch.manual_seed(seed)
     rng = random.Random(f"{role}-{seed}")
     pol = TinyPolicy(role, TinyConfig(vocab_size=FULL_VOCAB, **ARCH), seed=seed)
-    opt = torch.optim.AdamW(pol.model.parameters(), lr=rec["lr"], weight_decay=0.01, betas=(0.9, 0.99))
+    opt = adamw(pol, rec["lr"])
     pol.model.train()
     t0 = time.time()
     for step in range(total):
-        lr = rec["lr"] * min(1.0, (step + 1) / 100) * (0.1 + 0.45 * (1 + math.cos(math.pi * step / max(total, 1))))
-        for g in opt.param_groups:
-            g["lr"] = lr
         probs = [_train_problem(rng) for _ in range(rec["batch"])]
-        pairs = [(f"{SOLVE}{p.question};", training_solution(role, p, rng) + "<eos>") for p in probs]
-        idx, mask = _batch(pol, pairs)
-        logits = pol.model(idx, idx != pol.tok.pad_id)[:, :-1]
-        loss = (F.cross_entropy(logits.reshape(-1, logits.shape[-1]), idx[:, 1:].reshape(-1), reduction="none")
-                .view(mask.shape) * mask).sum() / mask.sum()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(pol.model.parameters(), 1.0)
-        opt.step()
+        pairs = [prompt_target(f"{SOLVE}{p.question};", training_solution(role, p, rng) + "<eos>") for p in probs]
+        loss = sft_step(pol, opt, *sft_batch(pol, pairs), warmup_cosine_lr(rec["lr"], step, total))
         if not quiet and (step % 100 == 0 or step == total - 1):
             print(f"[{role}] step {step:5d} loss {loss.item():.4f} ({time.time() - t0:.0f}s)", flush=True)
         if steps is None and step + 1 == rec.get("stop_after"):

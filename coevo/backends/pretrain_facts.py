@@ -17,14 +17,13 @@ reproducible (``coevo pretrain --role facts_solver|facts_proposer``).
 """
 from __future__ import annotations
 
-import math
 import random
 import time
 
 import torch
-import torch.nn.functional as F
 
 from coevo.backends.base import SamplingParams
+from coevo.backends.sft import adamw, sft_batch, sft_step, warmup_cosine_lr
 from coevo.backends.tiny import TinyConfig, TinyPolicy
 from coevo.backends.tokenizer import FULL_VOCAB
 from coevo.worlds.base import Task
@@ -71,28 +70,6 @@ def facts_example(role: str, world, rng: random.Random, rec: dict, hops: int) ->
     return prompt, _segments(world, world.demonstration(task)) + [("<eos>", 1)]
 
 
-def _batch(pol: TinyPolicy, examples: list[tuple[str, list[tuple[str, int]]]]):
-    tok = pol.tok
-    seqs, masks = [], []
-    for prompt, pieces in examples:
-        ids = tok.encode(prompt)
-        m = [0] * len(ids)
-        for text, keep in pieces:
-            t = tok.encode(text)
-            ids += t
-            m += [keep] * len(t)
-        seqs.append(ids)
-        masks.append(m)
-    T = min(max(len(s) for s in seqs), pol.cfg.block_size)
-    idx = torch.full((len(seqs), T), tok.pad_id, dtype=torch.long)
-    mask = torch.zeros((len(seqs), T - 1))
-    for r, (s, m) in enumerate(zip(seqs, masks)):
-        s, m = s[:T], m[:T]
-        idx[r, :len(s)] = torch.tensor(s)
-        mask[r, :len(s) - 1] = torch.tensor(m[1:], dtype=torch.float32)  # position t predicts token t+1
-    return idx, mask
-
-
 def train_facts_role(role: str, seed: int = 0, steps: int | None = None, quiet: bool = True) -> TinyPolicy:
     rec = FACTS_RECIPES[role]
     total = rec["steps"] if steps is None else steps
@@ -100,22 +77,15 @@ def train_facts_role(role: str, seed: int = 0, steps: int | None = None, quiet: 
     torch.manual_seed(seed)
     rng = random.Random(f"{role}-{seed}")
     pol = TinyPolicy(role, TinyConfig(vocab_size=FULL_VOCAB, **rec["arch"]), seed=seed)
-    opt = torch.optim.AdamW(pol.model.parameters(), lr=rec["lr"], weight_decay=0.01, betas=(0.9, 0.99))
+    opt = adamw(pol, rec["lr"])
     pol.model.train()
     t0 = time.time()
     for step in range(total):
-        lr = rec["lr"] * min(1.0, (step + 1) / 100) * (0.1 + 0.45 * (1 + math.cos(math.pi * step / max(total, 1))))
-        for g in opt.param_groups:
-            g["lr"] = lr
+        lr = warmup_cosine_lr(rec["lr"], step, total)
         hops = rng.choices([1, 2, 3, 4], weights=rec["hop_mix"])[0]  # one hop count per batch: short padding
-        idx, mask = _batch(pol, [facts_example(role, world, rng, rec, hops) for _ in range(rec["batch"])])
-        logits = pol.model(idx, idx != pol.tok.pad_id)[:, :-1]
-        loss = (F.cross_entropy(logits.reshape(-1, logits.shape[-1]), idx[:, 1:].reshape(-1), reduction="none")
-                .view(mask.shape) * mask).sum() / mask.sum()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(pol.model.parameters(), 1.0)
-        opt.step()
+        examples = [[(prompt, 0), *pieces] for prompt, pieces in
+                    (facts_example(role, world, rng, rec, hops) for _ in range(rec["batch"]))]
+        loss = sft_step(pol, opt, *sft_batch(pol, examples), lr)
         if not quiet and (step % 100 == 0 or step == total - 1):
             print(f"[{role}] step {step:5d} loss {loss.item():.4f} ({time.time() - t0:.0f}s)", flush=True)
         every = rec.get("eval_every")
