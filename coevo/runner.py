@@ -368,7 +368,7 @@ def build_summary(led: Ledger, run_id: str, cfg: RunConfig) -> dict:
     steps = views.step_metrics(led, run_id)
     rounds = []
     for r in views.rounds_completed(led, run_id):
-        row = views.round_row(led, run_id, r)
+        row = views.round_row(led, run_id, r, recipe_info(cfg).solver_role)
         for col, v in recipe_columns(steps, r, [c for c in columns if c not in row]).items():
             row[col] = v
         for col, v in recipe_columns(steps, r, [c for c in columns if c in row and row[c] is None],

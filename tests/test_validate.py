@@ -2,9 +2,10 @@ import pytest
 
 from coevo.backends.base import Completion
 from coevo.stages.equivalence import WorldEquivalence
-from coevo.stages.validate import (check_schema, consensus_check, reasoner_answer, reasoner_rewards,
+from coevo.stages.validate import (consensus_check, reasoner_answer, reasoner_rewards,
                                    reliability_parts, validate_outputs)
 from coevo.worlds.arithmetic import ArithmeticWorld
+from coevo.worlds.synthesis import schema_check
 
 W = ArithmeticWorld(eval_per_level=1)
 HARD = ["schema", "well_posed", "consistency", "legality", "redundancy"]
@@ -22,10 +23,10 @@ def run(texts, recent=(), finish="stop"):
 
 
 def test_schema_reasons():
-    assert check_schema("<question>1+2</question><solution>1+2=3</solution><answer>3</answer>") == (True, "")
-    assert check_schema("<question>1+2</question><answer>3</answer>") == (False, "missing-solution")
-    assert check_schema("<question></question><solution>1+2=3</solution><answer>3</answer>") == (False, "empty-question")
-    assert check_schema("<answer>3</answer><question>1+2</question><solution>x</solution>") == (False, "tags-out-of-order")
+    assert schema_check("<question>1+2</question><solution>1+2=3</solution><answer>3</answer>") == (True, "")
+    assert schema_check("<question>1+2</question><answer>3</answer>") == (False, "missing-solution")
+    assert schema_check("<question></question><solution>1+2=3</solution><answer>3</answer>") == (False, "empty-question")
+    assert schema_check("<answer>3</answer><question>1+2</question><solution>x</solution>") == (False, "tags-out-of-order")
 
 
 def test_reliability_parts():

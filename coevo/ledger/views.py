@@ -34,7 +34,7 @@ def rounds_completed(led: Ledger, run_id: str) -> list[int]:
     return [int(r["round"]) for r in rows]
 
 
-def round_row(led: Ledger, run_id: str, r: int) -> dict:
+def round_row(led: Ledger, run_id: str, r: int, solver_role: str = "solver") -> dict:
     """One entry of summary.json's ``rounds`` list, computed from ledger rows only. Pseudo-label accuracy:
     ``coevo.audit.instruments.pseudo_label_accuracy`` over the oracle verdicts on the round's kept labels."""
     pl = pseudo_label_accuracy(kept_label_rows(led, run_id, r)["label_verdict"])
@@ -44,8 +44,8 @@ def round_row(led: Ledger, run_id: str, r: int) -> dict:
                    "WHERE w.run_id = ? AND s.round = ? AND w.role = 'challenger'", [run_id, r])[0]
     ff = led.query("SELECT avg(CASE WHEN parse_ok THEN 0.0 ELSE 1.0 END) AS f FROM tasks "
                    "WHERE run_id = ? AND round = ? AND source = 'challenger'", [run_id, r])[0]
-    nr = led.query("SELECT count(*) AS n FROM rollouts WHERE run_id = ? AND round = ? AND role = 'solver'",
-                   [run_id, r])[0]
+    nr = led.query("SELECT count(*) AS n FROM rollouts WHERE run_id = ? AND round = ? AND role = ?",
+                   [run_id, r, solver_role])[0]
     out = {"round": r, "solver_eval_accuracy": eval_accuracy(led, run_id, r),
            "pseudo_label_accuracy": None if pl.n == 0 else pl.value,
            "kept_fraction": None if not kept["n"] else float(kept["k"] or 0) / float(kept["n"]),

@@ -47,6 +47,7 @@ class RecipeInfo:
     optional_summary_columns: tuple[str, ...] = ()  # per-round keys kept only in rounds whose steps have them
     report_sections: tuple[str, ...] = ()  # "module:function", each (ledger, run_id) -> HTML fragment
     description: str = ""
+    solver_role: str = "solver"  # the role whose rollouts the round table counts (VG-OPD: the student)
 
     @property
     def role_names(self) -> tuple[str, ...]:

@@ -74,6 +74,7 @@ SUMMARY = ("reward_mean", "phi_p95", "inflation_mean", "rank_reversals", "licens
 RECIPES = {"vgopd": RecipeInfo(
     name="vgopd", factory="coevo.recipes.vgopd:VgopdRecipe",
     roles=(RoleSpec("student", asset="criteria_student", seed_offset=0, lr="lr_solver"), *expert_roles()),
+    solver_role="student",
     sections={"vgopd": VgopdConfig, "casa": CasaConfig}, worlds=("criteria",),
     summary_columns=SUMMARY, report_sections=("coevo.report.casa:section",),
     description="VG-OPD: verifier-gated multi-expert distillation under CASA's arms A / B / C")}

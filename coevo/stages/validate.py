@@ -31,10 +31,10 @@ import numpy as np
 
 from coevo.backends.base import full_text
 from coevo.worlds.base import Task
+from coevo.worlds.synthesis import blocks, schema_check
 
 CHECKS = ("schema", "well_posed", "consistency", "legality", "redundancy")
 VALIDATOR_KIND = "synco-validator"
-_BLOCK = {tag: re.compile(rf"<{tag}>(.*?)</{tag}>", re.S) for tag in ("question", "solution", "answer")}
 _STEP_RE = re.compile(r"^\s*(-?\d{1,7})\s*([+\-*])\s*(\d{1,7})\s*=\s*(-?\d{1,7})\s*$")
 _LEGAL_INT = re.compile(r"^-?\d{1,7}$")
 _TAGS_ONLY = re.compile(r"^(?:<question>.*?</question>)(?:<solution>.*?</solution>)(?:<answer>.*?</answer>)$", re.S)
@@ -54,24 +54,6 @@ class Validation:
     reliability: float = 0.0  # v_r in [0, 1]
     novelty: float = 0.0  # 1 - max BLEU similarity to the recent window
     parts: dict[str, float] = field(default_factory=dict)  # score components
-
-
-def _blocks(text: str) -> dict[str, list[str]]:
-    return {tag: rx.findall(text) for tag, rx in _BLOCK.items()}
-
-
-def check_schema(text: str) -> tuple[bool, str]:
-    b = _blocks(text)
-    for tag in ("question", "solution", "answer"):
-        if not b[tag]:
-            return False, f"missing-{tag}"
-        if len(b[tag]) > 1:
-            return False, f"duplicate-{tag}"
-        if not b[tag][0].strip():
-            return False, f"empty-{tag}"
-    if not (text.find("<question>") < text.find("<solution>") < text.find("<answer>")):
-        return False, "tags-out-of-order"
-    return True, ""
 
 
 def parse_steps(solution: str) -> list[tuple[int, str, int, int]] | None:
@@ -153,10 +135,10 @@ def validate_outputs(world, completions, task_ids: Sequence[str], recent: Sequen
     for c, tid in zip(completions, task_ids):
         text = c.text
         v = Validation(None)
-        v.checks["schema"] = check_schema(text)
+        v.checks["schema"] = schema_check(text)
         parsed = world.parse_task(text, tid)
         v.checks["well_posed"] = (parsed.ok, parsed.reason)
-        b = _blocks(text)
+        b = blocks(text)
         sol = b["solution"][0].strip() if b["solution"] else ""
         ans = b["answer"][-1].strip() if b["answer"] else ""
         q = parsed.task.question if parsed.ok else (b["question"][-1].strip() if b["question"] else "")
