@@ -10,7 +10,7 @@ from typing import List, Optional
 
 import typer
 
-from coevo.cli_common import UserError, console, emit_json, fail, solver_policy  # noqa: F401 - re-exported
+from coevo.cli_common import API_KEY_ENV_HELP, UserError, console, emit_json, fail, solver_policy  # noqa: F401 - re-exported
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Self-evolving proposer-solver training with honest reward accounting.")
@@ -186,6 +186,7 @@ def eval_cmd(
     limit: Optional[int] = typer.Option(None, help="Only the first N questions."),
     device: str = typer.Option("cpu", help="cpu | cuda"),
     server: List[str] = typer.Option([], "--server", help="Sample from OpenAI-compatible server(s) instead (repeatable)."),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help=API_KEY_ENV_HELP),
     as_json: bool = typer.Option(True, "--json/--no-json"),
 ):
     """Accuracy (greedy), mean@k and Cover-EM of a model on a local JSONL benchmark; never downloads."""
@@ -213,7 +214,7 @@ def eval_cmd(
     except ImportError as e:
         fail(f"the hf extra is needed for `coevo eval` (pip install -e '.[hf]'): {e}")
     try:
-        pol = solver_policy(model, device, server, checkpoint, command="coevo eval")
+        pol = solver_policy(model, device, server, checkpoint, command="coevo eval", api_key_env=api_key_env)
         res = evaluate_jsonl(pol, w, path, k=k, greedy=greedy, temperature=temperature, top_p=top_p,
                              max_new_tokens=max_new_tokens, limit=limit)
     except (EvalError, RoleConfigError, UserError) as e:

@@ -28,10 +28,14 @@ def emit_json(obj) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, default=float) + "\n")
 
 
-def solver_policy(model: str, device: str, server, checkpoint=None, command: str = "coevo eval"):
+API_KEY_ENV_HELP = "With --server: the environment variable holding the servers' bearer token (never the key)."
+
+
+def solver_policy(model: str, device: str, server, checkpoint=None, command: str = "coevo eval",
+                  api_key_env: str = "OPENAI_API_KEY"):
     """The solver policy the evaluation commands use (`eval`, `eval-qa`, `certify`): an HF model with a
-    LoRA role, or OpenAI-compatible ``server``s; ``checkpoint``: a role checkpoint to load. Bad input ->
-    ``UserError`` (one line)."""
+    LoRA role, or OpenAI-compatible ``server``s (bearer token from the variable ``api_key_env``);
+    ``checkpoint``: a role checkpoint to load. Bad input -> ``UserError`` (one line)."""
     from pathlib import Path
 
     try:
@@ -40,8 +44,12 @@ def solver_policy(model: str, device: str, server, checkpoint=None, command: str
         raise UserError(f"the hf extra is needed for `{command}` (pip install -e '.[hf]'): {e}") from None
     cfg = {"model": model, "roles": ["solver"], "mode": "lora", "device": device, "lora": {"r": 16, "alpha": 32}}
     if server:
-        cfg.update(backend="openai", servers=list(server), adapter_dir=str(Path(".coevo-eval-adapters")))
-    pol = make_role_policies(cfg)["solver"]
+        cfg.update(backend="openai", servers=list(server), adapter_dir=str(Path(".coevo-eval-adapters")),
+                   api_key_env=api_key_env)
+    try:
+        pol = make_role_policies(cfg)["solver"]
+    except ValueError as e:  # RoleConfigError included: a literal key, an unknown model
+        raise UserError(str(e)) from None
     if checkpoint is not None:
         if not Path(checkpoint).exists():
             raise UserError(f"checkpoint not found: {checkpoint}")

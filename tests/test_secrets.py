@@ -257,3 +257,19 @@ def test_serve_hf_requires_the_token_it_reads_from_its_environment(locked_server
     with pytest.raises(SystemExit) as e:  # refused before any model is loaded
         serve_hf.main(["--model", "tiny-llama", "--api-key-env", "COEVO_SERVE_KEY"])
     assert e.value.code == 2 and "$COEVO_SERVE_KEY is not set" in capsys.readouterr().err
+
+
+def test_eval_server_reads_the_key_from_api_key_env(locked_server, tmp_path):
+    """`coevo eval --server URL --api-key-env VAR`: the key from VAR on every request; a wrong key
+    is one line naming VAR, with no trace of either key."""
+    state, url = locked_server
+    args = ["eval", "--model", "tiny-llama", "--server", url, "--api-key-env", "COEVO_EVAL_KEY", "--world", "math",
+            "--limit", "2", "--max-new-tokens", "4"]
+    before = state.unauthorized
+    p = run_coevo(*args, env={"COEVO_EVAL_KEY": KEY, "OPENAI_API_KEY": OTHER})
+    assert state.unauthorized == before and json.loads(p.stdout)["n"] == 2
+    assert KEY not in p.stdout + p.stderr
+    p = run_coevo(*args, check=False, env={"COEVO_EVAL_KEY": OTHER, "OPENAI_API_KEY": KEY})
+    assert p.returncode == 2
+    msg = _error_message(p)
+    assert "$COEVO_EVAL_KEY (HTTP 401)" in msg and OTHER not in msg and KEY not in msg

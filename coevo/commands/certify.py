@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from coevo.cli_common import UserError, console, emit_json, fail, solver_policy
+from coevo.cli_common import API_KEY_ENV_HELP, UserError, console, emit_json, fail, solver_policy
 
 
 def _arithmetic_tasks(n: int, seed: int, levels: str):
@@ -29,7 +29,7 @@ def _arithmetic_tasks(n: int, seed: int, levels: str):
     return tasks
 
 
-def _policy(model: str, world_name: str, device: str, server: list[str], seed: int):
+def _policy(model: str, world_name: str, device: str, server: list[str], seed: int, api_key_env: str):
     if model == "tiny":
         if world_name != "arithmetic":
             raise UserError("--model tiny is the shipped arithmetic solver: use --world arithmetic")
@@ -37,7 +37,7 @@ def _policy(model: str, world_name: str, device: str, server: list[str], seed: i
         from coevo.runner import ASSETS
 
         return TinyPolicy.from_checkpoint("solver", ASSETS / "solver.pt", lr=1e-4, seed=seed)
-    return solver_policy(model, device, server, command="coevo certify")
+    return solver_policy(model, device, server, command="coevo certify", api_key_env=api_key_env)
 
 
 def _world(name: str, prompt_style: str):
@@ -88,6 +88,7 @@ def register(apps: dict) -> None:
         limit: Optional[int] = typer.Option(None, help="Only the first N tasks of the file."),
         device: str = typer.Option("cpu", help="cpu | cuda"),
         server: List[str] = typer.Option([], "--server", help="OpenAI-compatible server(s) to sample from."),
+        api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help=API_KEY_ENV_HELP),
         seed: int = typer.Option(0),
         html_out: Optional[Path] = typer.Option(None, "--html", help="Also write the certificate as HTML."),
         as_json: bool = typer.Option(True, "--json/--no-json"),
@@ -114,7 +115,7 @@ def register(apps: dict) -> None:
                     tasks = load_jsonl_tasks(tasks_file)[:limit] if limit else load_jsonl_tasks(tasks_file)
                 except ValueError as e:
                     raise UserError(str(e)) from None
-            pol = _policy(model, w.name, device, server, seed)
+            pol = _policy(model, w.name, device, server, seed, api_key_env)
             verifier = make_run_verifier(None, None, w, pool=default_pool())
             sp = SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, stream="audit")
             truth = _truth(pol, w, tasks, verifier, truth_samples, sp) if truth_samples > 0 else None

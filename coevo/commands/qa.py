@@ -8,7 +8,7 @@ from typing import List, Optional
 
 import typer
 
-from coevo.cli_common import UserError, console, emit_json, fail, solver_policy
+from coevo.cli_common import API_KEY_ENV_HELP, UserError, console, emit_json, fail, solver_policy
 
 
 def load_benchmarks(spec: str, data_dir: Optional[Path], split: Optional[str], limit: Optional[int]) -> list:
@@ -35,8 +35,9 @@ def make_retriever(corpus: Optional[Path], retriever_url: Optional[str], timeout
                                           **load.summary(5)}
 
 
-def make_solver(model: str, device: str, server: List[str], checkpoint: Optional[Path]):
-    return solver_policy(model, device, server, checkpoint, command="coevo eval-qa")
+def make_solver(model: str, device: str, server: List[str], checkpoint: Optional[Path],
+                api_key_env: str = "OPENAI_API_KEY"):
+    return solver_policy(model, device, server, checkpoint, command="coevo eval-qa", api_key_env=api_key_env)
 
 
 def write_samples(path: Path, samples: dict) -> None:
@@ -62,6 +63,7 @@ def eval_qa(
     model: str = typer.Option("smollm2", "--model", "-m", help="smollm2 | tiny-llama | tiny-qwen2 | local HF directory."),
     checkpoint: Optional[Path] = typer.Option(None, "--checkpoint", help="A role checkpoint saved by the hf backend."),
     server: List[str] = typer.Option([], "--server", help="Sample from OpenAI-compatible server(s) (repeatable)."),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help=API_KEY_ENV_HELP),
     device: str = typer.Option("cpu", help="cpu | cuda"),
     max_new_tokens: int = typer.Option(256, help="Tokens per turn."),
     batch_size: int = typer.Option(16, help="Questions per rollout batch."),
@@ -82,7 +84,7 @@ def eval_qa(
         loads = load_benchmarks(benchmark, data_dir, split, limit)
         retriever, rinfo = make_retriever(corpus, retriever_url, retriever_timeout, source_field)
         world = SearchQAWorld(retriever, topk=topk)
-        pol = make_solver(model, device, server, checkpoint)
+        pol = make_solver(model, device, server, checkpoint, api_key_env)
         sp = SamplingParams(greedy=True, temperature=0.0, max_new_tokens=max_new_tokens)
         res = evaluate_qa(pol, world, loads, sp, max_turns=max_turns, batch_size=batch_size,
                           keep_samples=samples is not None)
