@@ -112,6 +112,7 @@ def test_auth_failure_and_bad_options(endpoint, monkeypatch):
     with pytest.raises(JudgeAuthError, match="AUDITOR_TEST_KEY") as ei:
         aud.audit_many([("q?", "a", ["doc"])])
     assert "sk-wrong" not in str(ei.value)
+    assert "audit.auditor.api_key_env" in str(ei.value)  # the setting that names the variable, not verify's
     with pytest.raises(ValueError, match="api_key_env"):
         Auditor.from_options({"base_url": url, "model": "m", "api_key": "sk-literal"})
     with pytest.raises(ValueError, match="unknown option"):

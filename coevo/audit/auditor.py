@@ -49,6 +49,7 @@ class AuditorJudge(LLMJudge):
     """``LLMJudge`` with the audit prompt: the documents travel in the judge's ``reference`` slot."""
 
     kind = "llm_auditor"
+    key_setting = "audit.auditor.api_key_env"
 
     def __init__(self, base_url: str, model: str, **kw: Any) -> None:
         super().__init__(base_url, model, **kw)

@@ -50,6 +50,7 @@ class TruthJudge(LLMJudge):
     """``LLMJudge`` with the truth prompt (question + proposed answer, no reference)."""
 
     kind = "llm_truth"
+    key_setting = "truth.judge.api_key_env"
 
     def __init__(self, base_url: str, model: str, **kw: Any) -> None:
         super().__init__(base_url, model, **kw)

@@ -71,6 +71,7 @@ def parse_judgement(text: str) -> Optional[str]:
 
 class LLMJudge:
     kind = "llm_judge"
+    key_setting = "verify.options.api_key_env"  # the config key an auth failure tells the user to fix
 
     def __init__(self, base_url: str, model: str, api_key: Optional[str] = None, prompt_version: str = "judge-v1",
                  timeout_s: float = 30.0, retries: int = 3, backoff_s: float = 1.0, temperature: float = 0.0,
@@ -145,7 +146,7 @@ class LLMJudge:
                     continue
                 if r.status_code in AUTH_STATUS:  # not retried: a wrong key stays wrong
                     detail.update(attempts=attempt + 1, auth_error=self.auth.failure(
-                        f"judge {self.base_url}", r.status_code, "verify.options.api_key_env"))
+                        f"judge {self.base_url}", r.status_code, self.key_setting))
                     return Verdict(None, "judge-unavailable", self.kind, self.version, time.perf_counter() - t0,
                                    detail)
                 if r.status_code >= 500 or r.status_code == 429:
