@@ -98,3 +98,14 @@ def test_cli_bad_input_one_line(tmp_path):
     out = subprocess.run([sys.executable, "-m", "coevo", "certify", str(tmp_path / "missing.jsonl")],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "not found" in out.stderr
+
+
+def test_headline_interval_stays_in_unit_range():
+    """7 of 8 bearing tasks confirm: value + 1.96 SE > 1; every interval is clipped to [0, 1]
+    (SmolLM2 on 24 easy word problems printed ci_high = 1.057 before the clip)."""
+    groups = {"mu_screen": [0.5] * 8, "mu_confirm": [0.5] * 7 + [1.0]}
+    cert = certificate_from_groups(groups, 4, batch=4, n_boot=50)
+    kb = cert["kappa_bar"]
+    assert kb["value"] == pytest.approx(7 / 8)
+    assert 0.0 <= kb["ci_low"] <= kb["value"] <= kb["ci_high"] <= 1.0
+    assert 0.0 <= kb["ci_wald"][0] and kb["ci_wald"][1] <= 1.0

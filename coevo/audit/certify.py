@@ -101,7 +101,9 @@ def certificate_from_groups(groups: dict, k: int, batch: int = 32, mode_agrees: 
         family = {"n_members": 0, "error": str(e)}
     kv = estimate_dict(kb)
     bb = kb.extra.get("batch_bootstrap") or {}
-    wald = (kb.value - Z95 * kb.se, kb.value + Z95 * kb.se) if np.isfinite(kb.se) else (kb.ci_low, kb.ci_high)
+    # a proportion: the Wald interval is clipped to [0, 1] (unclipped, it reached 1.06 at 7/8 bearing)
+    wald = ((max(0.0, kb.value - Z95 * kb.se), min(1.0, kb.value + Z95 * kb.se)) if np.isfinite(kb.se)
+            else (kb.ci_low, kb.ci_high))
     wil = wilson_interval(kb.value, kb.n) if kb.n else (float("nan"), float("nan"))
     # few batches make a batch bootstrap far too narrow, and a Wald interval collapses at 0 or 1 with few
     # tasks: the headline interval is the widest of the three
@@ -110,7 +112,7 @@ def certificate_from_groups(groups: dict, k: int, batch: int = 32, mode_agrees: 
             kv["ci_low"], kv["ci_high"] = lo, hi
     kv.update(interval="widest of task-clustered Wald, Wilson and batch bootstrap",
               ci_wald=list(wald), ci_wilson=list(wil), ci_batch_bootstrap=[bb.get("ci_low"), bb.get("ci_high")],
-              n_batches=int(np.unique(batches[bearing_indicator(s) & np.isfinite(c)]).size),se_binomial=kb.extra.get("se_binomial"), se_task_clustered=kb.extra.get("se_clustered"),
+              n_batches=int(np.unique(batches[bearing_indicator(s) & np.isfinite(c)]).size), se_binomial=kb.extra.get("se_binomial"), se_task_clustered=kb.extra.get("se_clustered"),
               se_batch_clustered=kb.extra.get("se_batch_clustered"), n_screened=int(n),
               n_screen_bearing=kb.extra.get("n_screen_bearing"))
     out: dict[str, Any] = {
