@@ -44,8 +44,14 @@ def solver_policy(model: str, device: str, server, checkpoint=None, command: str
         raise UserError(f"the hf extra is needed for `{command}` (pip install -e '.[hf]'): {e}") from None
     cfg = {"model": model, "roles": ["solver"], "mode": "lora", "device": device, "lora": {"r": 16, "alpha": 32}}
     if server:
-        cfg.update(backend="openai", servers=list(server), adapter_dir=str(Path(".coevo-eval-adapters")),
-                   api_key_env=api_key_env)
+        import atexit
+        import shutil
+        import tempfile
+
+        # the frozen solver's LoRA adapter for the server: a temp dir removed at exit, not the user's cwd
+        adapters = tempfile.mkdtemp(prefix="coevo-eval-adapters-")
+        atexit.register(shutil.rmtree, adapters, True)
+        cfg.update(backend="openai", servers=list(server), api_key_env=api_key_env, adapter_dir=adapters)
     try:
         pol = make_role_policies(cfg)["solver"]
     except ValueError as e:  # RoleConfigError included: a literal key, an unknown model
