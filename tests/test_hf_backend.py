@@ -174,6 +174,20 @@ def test_empty_completion_is_skipped():
     assert pol.forward_backward([c], [1.0], LossConfig())["n_seqs"] == 0
 
 
+def test_empty_completion_counts_in_the_sequence_mean():
+    """grpo's mean over sequences: an empty completion (no token) adds no loss but counts in B,
+    as in TRL and the tiny backend, so [c, empty] gives half the loss of [c] alone."""
+    tok = make_char_tokenizer()
+    pol = HFPolicy("s", model=tiny_llama(len(tok), seed=0), tokenizer=tok, seed=0)
+    c = pol.sample(["1+2="], 1, SamplingParams(temperature=1.0, max_new_tokens=6))[0][0]
+    empty = Completion(prompt="p", text="", prompt_ids=[1, 2, 3], token_ids=[], logprobs=[])
+    alone = pol.forward_backward([c], [1.0], LossConfig())
+    pol.opt.zero_grad(set_to_none=True)
+    both = pol.forward_backward([c, empty], [1.0, 1.0], LossConfig())
+    pol.opt.zero_grad(set_to_none=True)
+    assert both["loss"] == pytest.approx(alone["loss"] / 2, rel=1e-5) and both["n_seqs"] == 1
+
+
 def test_shared_base_rejects_duplicate_adapter():
     tok = make_char_tokenizer()
     base = SharedBase(tiny_llama(len(tok)), tok, lora={"r": 2})

@@ -350,6 +350,7 @@ class HFPolicy:
 
         if len(batch) != len(advantages):
             raise ValueError(f"{len(batch)} completions but {len(advantages)} advantages")
+        n_batch = len(batch)  # an empty completion has no token to train but still counts in B (as TRL)
         keep = [i for i, c in enumerate(batch) if len(c.token_ids) > 0]
         if not keep:
             return {"loss": 0.0, "n_seqs": 0.0, "n_tokens": 0.0}
@@ -381,7 +382,7 @@ class HFPolicy:
             value, metrics = policy_loss(lp, old, adv, mask, cfg, ref_logprobs=ref,
                                          num_active_tokens=norm if dapo else None)
             # dapo is already normalised by the whole step's tokens; the others are means over micro-batches
-            part = value if dapo else value * (len(mb) / n_seq)
+            part = value if dapo else value * (len(mb) / n_batch)
             (part if scale == 1.0 else part * scale).backward()
             total += float(part.detach())
             w = float(mask.sum()) / max(1, n_tok) if dapo else len(mb) / n_seq  # metric weight
