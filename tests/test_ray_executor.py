@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import REPO, coevo_cmd, run_coevo  # noqa: E402
+from conftest import REPO, coevo_cmd, kill_after_step, run_coevo  # noqa: E402
 from fingerprint import fingerprint, summary_numbers  # noqa: E402
 
 from coevo.executors.cluster import RAY_ENV  # noqa: E402
@@ -105,7 +105,8 @@ def ledger_details(run_dir: Path) -> list:
 def test_ray_cluster_run_equals_local_run(tmp_path):
     """`coevo run --executor ray --address` on a head + worker node gives the local run's
     ledger (result fingerprints; policy versions of every rollout; losses and gradient norms
-    of every update) and summary."""
+    of every update) and summary; so does a Ray run killed with -9 after step 2 and resumed on
+    the cluster (the replicas get the restored weights and RNG streams)."""
     from coevo.executors.cluster import LocalCluster
 
     p = run_coevo("run", "--executor", "ray", "--address", "127.0.0.1:1", "--out", str(tmp_path / "u"), check=False)
@@ -117,6 +118,16 @@ def test_ray_cluster_run_equals_local_run(tmp_path):
                                                   "--address", c.address)],
                            capture_output=True, text=True, env=c.env, cwd=REPO, timeout=1800)
         outs = [f.read_text(errors="replace") for f in Path(c.tmp).glob("session_*/logs/worker-*.out")]
+        # kill -9 mid-run on the cluster, then resume there: the same ledger as the uninterrupted run
+        killed = tmp_path / "killed"
+        k = subprocess.Popen([*c.prefix, *coevo_cmd("run", "-q", "--out", str(killed), *TINY_RZERO, "--executor", "ray",
+                                                    "--address", c.address)],
+                             env=dict(c.env, PYTHONUNBUFFERED="1"), cwd=REPO, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+        kill_after_step(k, killed, step=2, timeout=900)
+        was_killed = not (killed / "summary.json").exists()
+        r = subprocess.run([*c.prefix, *coevo_cmd("run", "--resume", str(killed), "-q")], capture_output=True,
+                           text=True, env=c.env, cwd=REPO, timeout=1800)
     logs, verifier_logs = "".join(outs), sum(":actor_name:VerifierActor" in o for o in outs)
     assert p.returncode == 0, p.stderr[-3000:]
     assert verifier_logs >= 2 and ":actor_name:ReplicaActor" in logs  # both nodes' CPUs verified, replicas sampled
@@ -125,3 +136,8 @@ def test_ray_cluster_run_equals_local_run(tmp_path):
     assert summary_numbers(remote) == summary_numbers(local)
     assert ledger_details(remote) == ledger_details(local)
     assert json.loads((remote / "summary.json").read_text())["rounds"]
+    assert was_killed, "the Ray run finished before it could be killed"
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "kind: ray" in (killed / "config.yaml").read_text()
+    assert fingerprint(killed) == fingerprint(local) and summary_numbers(killed) == summary_numbers(local)
+    assert ledger_details(killed) == ledger_details(local)
