@@ -250,108 +250,124 @@ class VerifierPool:
             return self._map(fn, items, limit)
 
     def _map(self, fn, items, limit) -> list:
-        n = len(items)
         self._ensure_workers()
-        size = max(1, min(self.max_batch, math.ceil(n / (self.n_workers * 4))))
-        queue = collections.deque([(i, items[i]) for i in range(s, min(n, s + size))] for s in range(0, n, size))
-        results = [_MISSING] * n
-        remaining = n
-        idle = list(self._workers)
-        busy: list[_Worker] = []
+        results = _MapRun(self, fn, items, limit).run()
+        self.stats["items"] += len(items)
+        return results
 
-        def finish(w: _Worker, tag, start, out):
-            nonlocal remaining
-            for k, r in enumerate(out):
-                gi = w.batch[start + k][0]
-                if results[gi] is _MISSING:
-                    remaining -= 1
-                results[gi] = r
-            w.got = max(w.got, start + len(out))
 
-        def drain(w: _Worker) -> bool:
-            """Read everything the worker has sent; True if it finished its batch."""
-            done = False
-            try:
-                while w.conn.poll():
-                    tag, seq, start, out = w.conn.recv()
-                    if tag != "x" and seq != w.seq:
-                        continue  # the tail of an earlier batch whose results we already have
-                    if tag == "x":
-                        raise RuntimeError(f"verifier pool worker could not load the task: {out} "
-                                           "(fn must be a top-level function of an importable module)")
-                    finish(w, tag, start, out)
-                    done = done or tag == "d"
-            except (EOFError, OSError):
-                pass
-            return done
+class _MapRun:
+    """One ``VerifierPool.map`` call: chunks queued to idle workers, results collected in input
+    order, a worker past its item's limit or dead retired (its item gets the reason, the rest of
+    its chunk is re-queued) and replaced by a fresh fork."""
 
-        def retire(w: _Worker, reason: str) -> None:
-            """Kill ``w``; its current item gets ``reason``, the rest is re-queued."""
-            nonlocal remaining
-            drain(w)
-            pos, started = int(w.state[0]), float(w.state[1])
-            elapsed = time.monotonic() - started if started > 0 else 0.0
-            w.kill()
-            self.stats["timeouts" if reason == "timeout" else "crashes"] += 1
-            self.stats["replaced"] += 1
-            batch = w.batch or []
-            missing = [k for k in range(len(batch)) if results[batch[k][0]] is _MISSING]
-            if missing:
-                bad = pos if (started > 0 and pos in missing) else missing[0]
-                gi = batch[bad][0]
-                detail = {"limit_s": limit} if reason == "timeout" else {"exitcode": _exitcode(w)}
-                results[gi] = Verdict(None, reason, elapsed_s=elapsed, detail=detail)
-                remaining -= 1
-                rest = [batch[k] for k in missing if k != bad]
-                if rest:
-                    queue.appendleft(rest)
-            busy.remove(w)
-            self._workers[self._workers.index(w)] = nw = self._spawn()
-            idle.append(nw)
+    def __init__(self, pool: VerifierPool, fn, items, limit) -> None:
+        n = len(items)
+        size = max(1, min(pool.max_batch, math.ceil(n / (pool.n_workers * 4))))
+        self.pool, self.fn, self.limit = pool, fn, limit
+        self.queue = collections.deque([(i, items[i]) for i in range(s, min(n, s + size))] for s in range(0, n, size))
+        self.results = [_MISSING] * n
+        self.remaining = n
+        self.idle = list(pool._workers)
+        self.busy: list[_Worker] = []
 
+    def finish(self, w: _Worker, start, out) -> None:
+        for k, r in enumerate(out):
+            gi = w.batch[start + k][0]
+            if self.results[gi] is _MISSING:
+                self.remaining -= 1
+            self.results[gi] = r
+        w.got = max(w.got, start + len(out))
+
+    def drain(self, w: _Worker) -> bool:
+        """Read everything the worker has sent; True if it finished its batch."""
+        done = False
         try:
-            while remaining > 0:
-                while idle and queue:
-                    w = idle.pop()
-                    w.batch, w.got = queue.popleft(), 0
-                    w.seq += 1
-                    w.conn.send((w.seq, fn, [it for _, it in w.batch]))
-                    w.sent_at = time.monotonic()
-                    busy.append(w)
-                if not busy:
+            while w.conn.poll():
+                tag, seq, start, out = w.conn.recv()
+                if tag != "x" and seq != w.seq:
+                    continue  # the tail of an earlier batch whose results we already have
+                if tag == "x":
+                    raise RuntimeError(f"verifier pool worker could not load the task: {out} "
+                                       "(fn must be a top-level function of an importable module)")
+                self.finish(w, start, out)
+                done = done or tag == "d"
+        except (EOFError, OSError):
+            pass
+        return done
+
+    def retire(self, w: _Worker, reason: str) -> None:
+        """Kill ``w``; its current item gets ``reason``, the rest is re-queued."""
+        pool = self.pool
+        self.drain(w)
+        pos, started = int(w.state[0]), float(w.state[1])
+        elapsed = time.monotonic() - started if started > 0 else 0.0
+        w.kill()
+        pool.stats["timeouts" if reason == "timeout" else "crashes"] += 1
+        pool.stats["replaced"] += 1
+        batch = w.batch or []
+        missing = [k for k in range(len(batch)) if self.results[batch[k][0]] is _MISSING]
+        if missing:
+            bad = pos if (started > 0 and pos in missing) else missing[0]
+            gi = batch[bad][0]
+            detail = {"limit_s": self.limit} if reason == "timeout" else {"exitcode": _exitcode(w)}
+            self.results[gi] = Verdict(None, reason, elapsed_s=elapsed, detail=detail)
+            self.remaining -= 1
+            rest = [batch[k] for k in missing if k != bad]
+            if rest:
+                self.queue.appendleft(rest)
+        self.busy.remove(w)
+        pool._workers[pool._workers.index(w)] = nw = pool._spawn()
+        self.idle.append(nw)
+
+    def dispatch(self) -> None:
+        while self.idle and self.queue:
+            w = self.idle.pop()
+            w.batch, w.got = self.queue.popleft(), 0
+            w.seq += 1
+            w.conn.send((w.seq, self.fn, [it for _, it in w.batch]))
+            w.sent_at = time.monotonic()
+            self.busy.append(w)
+
+    def poll(self) -> None:
+        """Wait for a result, a death or the nearest deadline; handle what happened."""
+        now = time.monotonic()
+        wait_s = 0.05
+        for w in self.busy:
+            started = w.state[1]
+            if started > 0:
+                wait_s = min(wait_s, max(0.0, started + self.limit - now))
+        ready = set(mp_wait([w.conn for w in self.busy] + [w.proc.sentinel for w in self.busy], timeout=wait_s + 0.001))
+        for w in list(self.busy):
+            if w.conn in ready and self.drain(w):
+                self.busy.remove(w)
+                w.batch = None
+                self.idle.append(w)
+                continue
+            if w.proc.sentinel in ready and not w.proc.is_alive():
+                self.retire(w, "worker-crash")
+                continue
+            started = w.state[1]
+            if started > 0 and time.monotonic() - started > self.limit:
+                if w.state[1] == started:  # re-read: the worker may have moved on between the two reads
+                    self.retire(w, "timeout")
+
+    def run(self) -> list:
+        pool = self.pool
+        try:
+            while self.remaining > 0:
+                self.dispatch()
+                if not self.busy:
                     break
-                now = time.monotonic()
-                wait_s = 0.05
-                for w in busy:
-                    started = w.state[1]
-                    if started > 0:
-                        wait_s = min(wait_s, max(0.0, started + limit - now))
-                ready = mp_wait([w.conn for w in busy] + [w.proc.sentinel for w in busy], timeout=wait_s + 0.001)
-                ready = set(ready)
-                for w in list(busy):
-                    if w.conn in ready:
-                        if drain(w):
-                            busy.remove(w)
-                            w.batch = None
-                            idle.append(w)
-                            continue
-                    if w.proc.sentinel in ready and not w.proc.is_alive():
-                        retire(w, "worker-crash")
-                        continue
-                    started = w.state[1]
-                    if started > 0 and time.monotonic() - started > limit:
-                        # re-read: the worker may have moved on between the two reads
-                        if w.state[1] == started:
-                            retire(w, "timeout")
+                self.poll()
         except BaseException:
             # a KeyboardInterrupt or a loader error: leave no half-used worker behind
-            for w in busy:
+            for w in self.busy:
                 w.kill()
-                self._workers[self._workers.index(w)] = None
-            self._workers = [w for w in self._workers if w is not None]
+                pool._workers[pool._workers.index(w)] = None
+            pool._workers = [w for w in pool._workers if w is not None]
             raise
-        self.stats["items"] += n
-        return [r if r is not _MISSING else Verdict(None, "worker-crash", detail={"lost": True}) for r in results]
+        return [r if r is not _MISSING else Verdict(None, "worker-crash", detail={"lost": True}) for r in self.results]
 
 
 def _exitcode(w: _Worker):
