@@ -111,6 +111,35 @@ def test_rank_reversal_exact_vs_approximation():
     # pairs with Delta > 0 in g: (0,1), (0,2): both reversed exactly, neither by the approximation
     assert (rr["n_pairs"], rr["n_exact"], rr["n_approx"]) == (2, 2, 0) and rr["per_group"] == {"g": 2, "h": 0}
     assert rank_reversals(["g", "g"], [0.5, 0.3], [0.2, 0.6], min_gap=0.25)["n_pairs"] == 0
+    # with the oracle's axis scores: pair (0,1) the oracle orders as r~ (0.6 > 0.4), pair (0,2) as r (0.6 < 0.8)
+    rr = rank_reversals(["g", "g", "g", "h"], [0.5, 0.3, 0.3, 0.9], [0.2, 0.6, 0.6, 0.0], truth=[0.6, 0.4, 0.8, 1.0])
+    assert rr["oracle"] == {"r_tilde": 1, "r": 1, "tie": 0}
+    assert "oracle" not in rank_reversals(["g"], [0.5], [0.0])
+
+
+def test_two_equal_criteria_cannot_reverse_but_three_unequal_can():
+    """Why the criteria world's default layout shows no rank reversal, and what its ``total_setup``
+    option changes: with two equally weighted criteria r~ is in {0, 1/2, 1} and r~1 > r~2 forces r1 >= r2;
+    with weights (1, 1, 0.5) an answer with 1.5 of 2.5 passed (r = 0.6) loses, under r, to one with
+    1 passed and 1.5 abstained (r~ = 0.4, phi = 0.6, r = 1)."""
+    import itertools
+
+    from coevo.casa.scoring import Check, score_axis
+
+    def states(weights):
+        out = []
+        for vals in itertools.product((1, 0, None), repeat=len(weights)):
+            s = score_axis([Check(f"c{i}", "a", w, v) for i, (w, v) in enumerate(zip(weights, vals))])
+            if s.phi < 1:
+                out.append((s.r_tilde_raw, s.phi))
+        return out
+
+    def any_reversal(weights):
+        st = states(weights)
+        return any(reversal_exact(a[0], a[1], b[0], b[1]) for a in st for b in st if a[0] > b[0])
+
+    assert not any_reversal((1.0, 1.0)) and not any_reversal((0.5, 0.5))
+    assert any_reversal((1.0, 1.0, 0.5))
 
 
 def test_inflation_ratios_and_licensing_rates():

@@ -81,6 +81,21 @@ def test_oracle_values_by_hand():
     assert locate("a=1 m", "step:2") is None and locate("x;y=3 cm", "final") == "3 cm"
 
 
+def test_total_setup_option_adds_step_two_expression_criterion():
+    """``total_setup``: a ninth criterion (arithmetic axis, weight 0.5, sympy_equiv on step 2's
+    expression): right after a ``sum`` slip (the expression is right, its value wrong), wrong when
+    the product slip is carried into step 2."""
+    w = CriteriaWorld(total_setup=True)
+    t = w.task_of(P)
+    c = {c.id: c for c in w.criteria(t)}
+    assert len(c) == 9 and len(CriteriaWorld().criteria(t)) == 8
+    assert (c["total_setup"].axis, c["total_setup"].weight, c["total_setup"].kind) == ("arithmetic", 0.5, "sympy_equiv")
+    assert w.oracle_verdict(t, "total_setup", perturbed_solution(P, ())) == 1
+    assert w.oracle_verdict(t, "total_setup", perturbed_solution(P, ("sum",))) == 1
+    assert w.oracle_verdict(t, "total", perturbed_solution(P, ("sum",))) == 0
+    assert w.oracle_verdict(t, "total_setup", perturbed_solution(P, ("product",))) == 0
+
+
 def answers_for(w, tasks):
     """Every single error and a few pairs on each task (scripted student answers)."""
     combos = [()] + [(e,) for e in ERRORS] + [("product", "factor"), ("sum", "no_convert"), ("time_unit", "factor")]

@@ -1,6 +1,7 @@
 """VG-OPD recipe (coevo/recipes/vgopd.py): tiny end-to-end runs per CASA arm, the null check (abstention
 rates 0 -> phi = 0 everywhere and the three arms' runs identical), r / r~ = 1 / (1 - phi) on ledger data,
 and the zero-abstention self-check stopping a real run with one line."""
+import json
 import os
 import subprocess
 import sys
@@ -110,3 +111,22 @@ def test_self_check_stops_run_with_one_line(tmp_path):
     assert len(err) == 1, p.stderr
     assert err[0].startswith("error: CASA self-check failed at step 1, group 0 (crit-")
     assert "arms A and B differ in rewards[0] although no rollout of the group abstained" in err[0]
+
+
+def test_total_setup_layout_shows_rank_reversals_checked_by_the_oracle(tmp_path):
+    """With the criteria world's ``total_setup`` criterion (three unequal criteria on the arithmetic
+    axis) and abstention channels on, rank reversals occur (the default layout cannot have any); each
+    is checked against the oracle's axis scores, and the counts add up."""
+    out = run_inprocess(tmp_path / "ts", *TINY, "--set", "vgopd.steps_per_round=2", "--set", "vgopd.prompts=8",
+                        "--set", "vgopd.group=4", "--set", "world.options.eval_n=20",
+                        "--set", "world.options.total_setup=true", "--set", "world.options.timeout_rate=0.1",
+                        "--set", "world.options.unparsable_rate=0.2", "--set", "world.options.judge_unknown_rate=0.3",
+                        *ARM["A"])
+    ms = [json.loads(m) for (m,) in rows(out, "select metrics_json from steps where phase = 'train' order by step")]
+    assert sum(m["rank_reversals"] for m in ms) >= 1
+    for m in ms:
+        assert m["rank_reversals"] == (m["rank_reversals_oracle_r_tilde"] + m["rank_reversals_oracle_r"]
+                                       + m["rank_reversals_oracle_tie"])
+    axes = {a for (a,) in rows(out, "select distinct axis from criterion_scores")}
+    assert axes == {"arithmetic", "units", "final", "method"}
+    assert rows(out, "select count(*) from verdicts where criterion_id = 'total_setup'")[0][0] > 0

@@ -57,16 +57,20 @@ def reversal_approx(rt1, phi1, rt2, phi2) -> bool:
     return rbar > 0 and (phi2 - phi1) > (rt1 - rt2) / rbar
 
 
-def rank_reversals(groups: Sequence[Any], r_tilde_raw, phi, min_gap: float = 0.0) -> Dict[str, Any]:
+def rank_reversals(groups: Sequence[Any], r_tilde_raw, phi, min_gap: float = 0.0, truth=None) -> Dict[str, Any]:
     """Rank reversals inside each group (rows of one (step, prompt, axis)): ordered pairs with true gap
     Delta = r~1 - r~2 > min_gap whose original-protocol order flips.  Counts with the exact condition and,
-    beside it, the seed's approximation (labelled as such); pairs with phi = 1 (r undefined) are skipped."""
+    beside it, the seed's approximation (labelled as such); pairs with phi = 1 (r undefined) are skipped.
+    ``truth`` (the oracle's axis score of each row, every criterion judged, no abstention): of the exact
+    reversals, how many the oracle orders as r~ does (r misorders them), as r does, or ties."""
     rt = np.asarray(r_tilde_raw, dtype=float)
     ph = np.asarray(phi, dtype=float)
+    tr = None if truth is None else np.asarray(truth, dtype=float)
     idx: Dict[Any, list] = defaultdict(list)
     for i, g in enumerate(groups):
         idx[g].append(i)
     n_pairs = n_exact = n_approx = 0
+    oracle = {"r_tilde": 0, "r": 0, "tie": 0}
     per_group: Dict[Any, int] = {}
     for g, ii in idx.items():
         c = 0
@@ -78,12 +82,17 @@ def rank_reversals(groups: Sequence[Any], r_tilde_raw, phi, min_gap: float = 0.0
                 if reversal_exact(rt[a], ph[a], rt[b], ph[b]):
                     n_exact += 1
                     c += 1
+                    if tr is not None:
+                        oracle["r_tilde" if tr[a] > tr[b] else ("r" if tr[a] < tr[b] else "tie")] += 1
                 n_approx += int(reversal_approx(rt[a], ph[a], rt[b], ph[b]))
         per_group[g] = c
     rate = n_exact / n_pairs if n_pairs else float("nan")
-    return {"n_groups": len(idx), "n_pairs": n_pairs, "n_exact": n_exact, "rate_exact": rate,
-            "n_approx": n_approx, "approx_label": "seed 001 approximation phi2 - phi1 > Delta / r-bar (undercounts)",
-            "per_group": per_group}
+    out = {"n_groups": len(idx), "n_pairs": n_pairs, "n_exact": n_exact, "rate_exact": rate,
+           "n_approx": n_approx, "approx_label": "seed 001 approximation phi2 - phi1 > Delta / r-bar (undercounts)",
+           "per_group": per_group}
+    if tr is not None:
+        out["oracle"] = oracle
+    return out
 
 
 def licensing_rates(axis: Sequence[str], n_failed, n_failed_licensed, n_abstain_candidates=None,

@@ -39,8 +39,8 @@ from coevo.ledger.rows import rollout_row
 from coevo.ledger.store import StepWriter
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan
 from coevo.recipes.registry import RecipeInfo, RoleSpec
-from coevo.recipes.vgopd_steps import (criteria_scorer, expert_values, finite_or_none, rechecks_for, score_items,
-                                       step_metrics, token_advantages, verdict_rows)
+from coevo.recipes.vgopd_steps import (criteria_scorer, expert_values, finite_or_none, oracle_axis_scores,
+                                       rechecks_for, score_items, step_metrics, token_advantages, verdict_rows)
 from coevo.rl.grpo import group_advantages
 from coevo.stages.core import solve, to_groups
 from coevo.stages.group import draw_group, update_role
@@ -77,6 +77,7 @@ RECIPES = {"vgopd": RecipeInfo(
     solver_role="student",
     sections={"vgopd": VgopdConfig, "casa": CasaConfig}, worlds=("criteria",),
     summary_columns=SUMMARY, report_sections=("coevo.report.casa:section",),
+    optional_summary_columns=("rank_reversals_oracle_r_tilde", "rank_reversals_oracle_r", "rank_reversals_oracle_tie"),
     description="VG-OPD: verifier-gated multi-expert distillation under CASA's arms A / B / C")}
 
 
@@ -159,6 +160,7 @@ class VgopdRecipe(RecipeBase):
 
         G, roles = self.vc.group, list(self.experts)
         rewards, gates, n_checked, rows = [], [], 0, {"criterion_scores": [], "casa_gates": []}
+        truth: list = []  # the oracle's axis score of each criterion_scores row (rank reversals' check)
         for j, t in enumerate(tasks):
             cj = checks[j * G:(j + 1) * G]
             ev = {r: expert_values(e_checks[k * len(tasks) + j]) for k, r in enumerate(roles)}
@@ -177,9 +179,12 @@ class VgopdRecipe(RecipeBase):
                 for table, rs in rollout_rows(self.run_id, spec.step, ids[i], t.task_id, j, self.casa.arm,
                                               score_answer(cj[k]), cj[k], out["gates"][k], rc).items():
                     rows[table] += rs
+                true = oracle_axis_scores(self.world, t, answers[j][k], cj[k])
+                truth += [true.get(a["axis"], float("nan")) for a in rows["criterion_scores"][len(truth):]]
         for table, rs in rows.items():
             w.add(table, rs)
         self._score_rows = rows["criterion_scores"]
+        self._score_truth = truth if self.world.has_oracle else None
         return rewards, gates, n_checked
 
     def _probes(self, spec: StepSpec, w: StepWriter) -> None:
@@ -196,7 +201,7 @@ class VgopdRecipe(RecipeBase):
         w.add("probes", run_probes(self.run_id, spec.step, prompts, score, **kw))
 
     def _metrics(self, w, flat, rewards, taught, n_checked, loss) -> dict:
-        m = step_metrics(self._score_rows, self.casa.rank_delta)
+        m = step_metrics(self._score_rows, self.casa.rank_delta, self._score_truth)
         acc = getattr(self.world, "axis_accuracy", None)
         if acc is not None:
             for a, v in acc([t for t, _ in flat], [a for _, a in flat]).items():

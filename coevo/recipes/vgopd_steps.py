@@ -7,6 +7,7 @@ world, the policies and the ledger rows.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
@@ -14,7 +15,7 @@ import numpy as np
 from coevo.audit.casa import inflation_ratios, rank_reversals
 from coevo.audit.instruments import abstention_share
 from coevo.casa.gating import combine_advantages, expert_gate_totals, gated_kl_advantages
-from coevo.casa.scoring import Check, is_abstention
+from coevo.casa.scoring import Check, is_abstention, score_answer
 from coevo.ledger.rows import verdict_row_of
 
 __all__ = ["criteria_scorer", "score_items", "verdict_rows", "expert_values", "rechecks_for",
@@ -49,6 +50,16 @@ def verdict_rows(run_id: str, step: int, rollout_id: str, task_id: str, verdicts
 def expert_values(checks: Sequence[Check]) -> dict:
     """criterion id -> the expert's verdict value (None = abstained): its ONE cached verdict for the group."""
     return {c.criterion_id: c.value for c in checks}
+
+
+def oracle_axis_scores(world: Any, task: Any, answer: Optional[str], checks: Sequence[Check]) -> dict:
+    """The oracle's axis scores (r~ with every criterion judged by ``world.oracle_verdict``, so no
+    abstention) of one answer; {} without an oracle."""
+    oracle = getattr(world, "oracle_verdict", None)
+    if oracle is None:
+        return {}
+    true = [replace(c, value=oracle(task, c.criterion_id, answer), reason="") for c in checks]
+    return {a: s.r_tilde_raw for a, s in score_answer(true).items()}
 
 
 def rechecks_for(world: Any, task: Any, answer: Optional[str], expert_answers: Mapping[str, Optional[str]],
@@ -114,23 +125,26 @@ def _col(rows: Sequence[dict], key: str) -> np.ndarray:
     return np.array([np.nan if r[key] is None else float(r[key]) for r in rows], dtype=float)
 
 
-def step_metrics(score_rows: Sequence[dict], rank_delta: float) -> dict:
+def step_metrics(score_rows: Sequence[dict], rank_delta: float, truth: Optional[Sequence[float]] = None) -> dict:
     """The step's CASA summary from its ``criterion_scores`` rows (instruments of ``coevo.audit``): phi mean
     and p95, the inflation r / r~ (rows with r~ > 0, no clip) and its largest deviation from 1 / (1 - phi),
-    rank reversals (exact condition, true gap > ``rank_delta``), licensing rates per channel, per-axis phi."""
+    rank reversals (exact condition, true gap > ``rank_delta``; with ``truth``, the oracle's axis score per
+    row, which of r~ and r the oracle sides with on each reversal), licensing rates per channel, per-axis phi."""
     if not score_rows:
         return {}
     phi_est = abstention_share(_col(score_rows, "W_A"), _col(score_rows, "W"), _col(score_rows, "r_tilde"),
                                _col(score_rows, "r"))
     infl = inflation_ratios(_col(score_rows, "r_raw"), _col(score_rows, "r_tilde_raw"), _col(score_rows, "phi"))
     groups = [(r["task_id"], r["group_idx"], r["axis"]) for r in score_rows]
-    rev = rank_reversals(groups, _col(score_rows, "r_tilde_raw"), _col(score_rows, "phi"), min_gap=rank_delta)
+    rev = rank_reversals(groups, _col(score_rows, "r_tilde_raw"), _col(score_rows, "phi"), min_gap=rank_delta,
+                         truth=truth)
     nf, nfl = sum(r["n_failed"] for r in score_rows), sum(r["n_failed_licensed"] for r in score_rows)
     na, nal = sum(r["n_abstain_candidates"] for r in score_rows), sum(r["n_abstain_licensed"] for r in score_rows)
     out = {"phi_mean": finite_or_none(phi_est.value), "phi_p95": finite_or_none(phi_est.extra.get("phi_p95")),
            "inflation_mean": finite_or_none(np.mean(infl["measured"])) if infl["n"] else None,
            "inflation_max_error": finite_or_none(infl["max_abs_error"]), "inflation_rows": infl["n"],
            "rank_reversals": rev["n_exact"], "rank_reversals_approx": rev["n_approx"], "rank_pairs": rev["n_pairs"],
+           **({f"rank_reversals_oracle_{k}": v for k, v in rev["oracle"].items()} if "oracle" in rev else {}),
            "licensing_rate": nfl / nf if nf else None, "abstention_licensing_rate": nal / na if na else None,
            "reward_mean": finite_or_none(np.mean(_col(score_rows, "reward")))}
     for a in sorted({r["axis"] for r in score_rows}):

@@ -61,8 +61,9 @@ _QTY = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*([a-z]*)\s*$")
 _EXPR = re.compile(r"^\d+(?:[+\-*]\d+)*$")
 
 
-def problem_criteria(p: Problem, judge: bool = False) -> list[Criterion]:
-    """The eight criteria of one problem (``judge``: the order criterion is an llm_judge)."""
+def problem_criteria(p: Problem, judge: bool = False, total_setup: bool = False) -> list[Criterion]:
+    """The eight criteria of one problem (``judge``: the order criterion is an llm_judge;
+    ``total_setup``: a ninth, step 2's expression, on the arithmetic axis -- see ``CriteriaWorld``)."""
     word = "adding" if p.op == "+" else "subtracting"
     order = ({"rubric": ORDER_RUBRIC} if judge else
              {"rubric": ORDER_RUBRIC, "proxy": {"kind": "rule", "spec": {"pattern": ORDER_PATTERN}}})
@@ -73,6 +74,8 @@ def problem_criteria(p: Problem, judge: bool = False) -> list[Criterion]:
          {"expr": f"{p.rate}*{p.time}"}),
         ("total", f"after {word} {p.extra} {p.src} the distance is {p.total} {p.src}", 1.0, "arithmetic",
          "numeric_unit", "step:2", {"value": p.total, "unit": p.src}),
+        *([("total_setup", f"step 2 is set up as {p.dist}{p.op}{p.extra}", 0.5, "arithmetic", "sympy_equiv",
+            "expr:2", {"expr": f"{p.dist}{p.op}{p.extra}"})] if total_setup else []),
         ("convert", f"the conversion {p.src} to {p.dst} multiplies by {p.factor}", 1.0, "units", "rule", "expr:3",
          {"mode": "regex", "pattern": f"(^|\\*) ?{p.factor} ?(\\*|$)"}),
         ("final_value", f"the answer is {p.final} {p.dst} (any length unit)", 2.0, "final", "numeric_unit", "final",
@@ -135,6 +138,10 @@ class CriteriaWorld:
     length_budget: Optional[int] = None
     channel_seed: int = 0
     judge: Optional[dict] = None   # llm_judge options (base_url, model, api_key_env ...): real judge
+    # a third, lighter criterion on the arithmetic axis (step 2's expression, weight 0.5). With the
+    # default layout every axis has at most two equally weighted positive criteria, and then no rank
+    # reversal can happen (docs/casa.md); with this one it can, so the instrument can be checked.
+    total_setup: bool = False
     max_answer_tokens: int = 56
     name: str = "criteria"
     prompt_version: str = "criteria-v1"
@@ -186,7 +193,7 @@ class CriteriaWorld:
         if key not in self._entries:
             p = self.problem(task)
             self._entries[key] = BankEntry(id=task.task_id, prompt=p.question, reference=p.solution,
-                                           criteria=problem_criteria(p, self.judge is not None),
+                                           criteria=problem_criteria(p, self.judge is not None, self.total_setup),
                                            meta={"source": "world:criteria", "ref_len": len(p.solution),
                                                  "final": f"{p.final} {p.dst}", "split": split_of(p.question)})
         return self._entries[key]
