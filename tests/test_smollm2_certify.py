@@ -5,26 +5,20 @@ docs/rgbc.md."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import require_smollm2
+
 POOL = Path(__file__).resolve().parent.parent / "coevo" / "data" / "easy_word_problems.jsonl"
 
 
 @pytest.mark.slow
 def test_smollm2_certificate_on_the_easy_pool(tmp_path):
-    from coevo.backends import smollm2
-
-    try:
-        smollm2.find_gguf()
-    except smollm2.SmolLM2Unavailable as e:
-        if os.environ.get("COEVO_REQUIRE_SMOLLM2"):
-            raise
-        pytest.skip(f"SmolLM2 GGUF not installed ({e})")
+    require_smollm2()
     html = tmp_path / "cert.html"
     r = subprocess.run([sys.executable, "-m", "coevo", "certify", str(POOL), "--model", "smollm2", "--world", "math",
                         "--limit", "24", "--max-new-tokens", "64", "--temperature", "0.7", "--top-p", "0.95",

