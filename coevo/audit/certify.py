@@ -112,7 +112,8 @@ def certificate_from_groups(groups: dict, k: int, batch: int = 32, mode_agrees: 
             kv["ci_low"], kv["ci_high"] = lo, hi
     kv.update(interval="widest of task-clustered Wald, Wilson and batch bootstrap",
               ci_wald=list(wald), ci_wilson=list(wil), ci_batch_bootstrap=[bb.get("ci_low"), bb.get("ci_high")],
-              n_batches=int(np.unique(batches[bearing_indicator(s) & np.isfinite(c)]).size), se_binomial=kb.extra.get("se_binomial"), se_task_clustered=kb.extra.get("se_clustered"),
+              n_batches=int(np.unique(batches[bearing_indicator(s) & np.isfinite(c)]).size),
+              se_binomial=kb.extra.get("se_binomial"), se_task_clustered=kb.extra.get("se_clustered"),
               se_batch_clustered=kb.extra.get("se_batch_clustered"), n_screened=int(n),
               n_screen_bearing=kb.extra.get("n_screen_bearing"))
     out: dict[str, Any] = {

@@ -28,7 +28,7 @@ import numpy as np
 
 from coevo.audit.false_agreement import solver_majority_columns
 from coevo.audit.data import finite
-from coevo.audit.instruments import estimate_dict, lag_excess, lag_selection_bias
+from coevo.audit.instruments import estimate_dict, lag_excess, lag_selection_bias, pseudo_label_accuracy
 from coevo.audit.screen_confirm import finite_mean, screen_confirm_metrics, screen_confirm_truth
 from coevo.audit.truth import truth_metrics
 from coevo.ledger.rows import dumps, task_row, verdict_row
@@ -206,8 +206,8 @@ class RGBCRecipe(RecipeBase):
         w.add("verdicts", [verdict_row(self.run_id, spec.step, f"{c.task_id}-reference", c.task_id,
                                        f"truth:{self.truth.kind}", v.value, v.reason, self.truth.kind, v.version or "")
                            for c, v in zip(valid, vs)])
-        acc = [v.value for c, v in zip(valid, vs) if c.state is not None and v.value is not None]
-        out["reference_accuracy_truth_accepted"] = sum(acc) / len(acc) if acc else None
+        acc = pseudo_label_accuracy([v.value for c, v in zip(valid, vs) if c.state is not None])
+        out["reference_accuracy_truth_accepted"] = acc.value if acc.n else None
         return out
 
     def _draw(self, ctx: StepContext, tasks: list[Task], n: int, purpose: str, stream: str, truths: list,

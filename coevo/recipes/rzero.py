@@ -13,8 +13,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from coevo.audit.truth import truth_metrics
 from coevo.audit.instruments import pseudo_label_accuracy
+from coevo.audit.truth import truth_metrics
 from coevo.config import Strict
 from coevo.ledger.rows import dumps, task_row, verdict_row
 from coevo.ledger.store import StepWriter

@@ -176,11 +176,13 @@ class VgopdRecipe(RecipeBase):
                 i = j * G + k
                 rc = rechecks_for(self.world, t, answers[j][k], {r: ex_ans[r][j] for r in roles},
                                   out["gates"][k]) if self.vc.recheck else {}
+                scores = score_answer(cj[k])  # one criterion_scores row per axis, in this order
                 for table, rs in rollout_rows(self.run_id, spec.step, ids[i], t.task_id, j, self.casa.arm,
-                                              score_answer(cj[k]), cj[k], out["gates"][k], rc).items():
+                                              scores, cj[k], out["gates"][k], rc).items():
                     rows[table] += rs
-                true = oracle_axis_scores(self.world, t, answers[j][k], cj[k])
-                truth += [true.get(a["axis"], float("nan")) for a in rows["criterion_scores"][len(truth):]]
+                if self.world.has_oracle:
+                    true = oracle_axis_scores(self.world, t, answers[j][k], cj[k])
+                    truth += [true.get(a, float("nan")) for a in scores]
         for table, rs in rows.items():
             w.add(table, rs)
         self._score_rows = rows["criterion_scores"]
