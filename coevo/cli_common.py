@@ -20,7 +20,8 @@ class UserError(Exception):
 def fail(msg: str) -> None:
     from rich.markup import escape
 
-    console.print(f"[bold red]error:[/] {escape(str(msg))}", highlight=False)  # msg is plain text, never markup
+    # msg is plain text, never markup; soft_wrap: one line however long (a log, a pipe: no wrap at 80 columns)
+    console.print(f"[bold red]error:[/] {escape(str(msg))}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
 
