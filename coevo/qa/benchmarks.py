@@ -1,4 +1,4 @@
-"""Loaders for QA benchmarks in FlashRAG format (JSONL: ``id``, ``question``, ``golden_answers``).
+"""Loaders for QA benchmarks in FlashRAG format (``id``, ``question``, ``golden_answers``).
 
 Names and layout follow FlashRAG (RUC-NLPIR/FlashRAG, ``flashrag/utils/utils.py::get_dataset``:
 ``<data_dir>/<dataset_name>/<split>.jsonl``; the files of the HF dataset
@@ -6,6 +6,9 @@ Names and layout follow FlashRAG (RUC-NLPIR/FlashRAG, ``flashrag/utils/utils.py:
 (``scripts/data_process/qa_search_test_merge.py``: ``test`` if the dataset has one, else
 ``dev``): NQ, TriviaQA, PopQA and Bamboogle on ``test``; HotpotQA, 2WikiMultihopQA and
 MuSiQue on ``dev``.  ``load_benchmark`` takes the first existing file of the split order.
+A split file is ``<split>.jsonl``, ``<split>.json`` (a JSON array, or JSON lines) or
+``<split>.parquet`` (one row per question), the three forms FlashRAG's datasets ship in; all
+three are read alike (for parquet the "line" of a record is its 1-based row number).
 
 A malformed line (not JSON, not an object, no question, ``golden_answers`` not a non-empty
 list of strings) is skipped and reported with its line number.
@@ -67,12 +70,20 @@ def canonical_name(name: str) -> str:
     return n
 
 
+SPLIT_SUFFIXES = (".jsonl", ".json", ".parquet")
+
+
 def parse_qa_line(line: str, default_id: str, benchmark: str = "") -> QAExample:
     """One FlashRAG JSONL line -> QAExample; raises ValueError with a short reason."""
     try:
         obj = json.loads(line)
     except ValueError as e:
         raise ValueError(f"not JSON ({e.msg})") from None
+    return parse_qa_record(obj, default_id, benchmark)
+
+
+def parse_qa_record(obj: Any, default_id: str, benchmark: str = "") -> QAExample:
+    """One FlashRAG record (a decoded JSON object or a parquet row) -> QAExample; ValueError with a reason."""
     if not isinstance(obj, dict):
         raise ValueError(f"not a JSON object ({type(obj).__name__})")
     q = obj.get("question")
@@ -88,24 +99,55 @@ def parse_qa_line(line: str, default_id: str, benchmark: str = "") -> QAExample:
     return QAExample(str(obj.get("id", default_id)), q.strip(), golds, benchmark, meta)
 
 
-def load_qa_file(path: str | Path, benchmark: str = "", limit: int | None = None) -> BenchmarkLoad:
-    """Every valid question of a FlashRAG-format JSONL file (malformed lines reported)."""
-    p = Path(path)
-    if not p.is_file():
-        raise BenchmarkError(f"benchmark file not found: {p}")
-    out: list[QAExample] = []
-    bad: list[tuple[int, str]] = []
+def _records(p: Path):
+    """(line or row number, object, None) or (number, None, reason) per record of a split file."""
+    if p.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            rows = pq.read_table(p).to_pylist()
+        except Exception as e:  # pyarrow raises ArrowInvalid / OSError on a damaged file
+            raise BenchmarkError(f"cannot read parquet file {p}: {e}") from None
+        return ((no, row, None) for no, row in enumerate(rows, 1))
+    if p.suffix == ".json":
+        from coevo.integrations.formats import Bad, json_records
+
+        try:
+            return json_records(p)  # a JSON array (FlashRAG's .json) or JSON lines
+        except Bad as e:
+            raise BenchmarkError(str(e)) from None
+    return _jsonl_records(p)
+
+
+def _jsonl_records(p: Path):
     with open(p, encoding="utf-8", errors="replace") as f:
         for no, line in enumerate(f, 1):
             if not line.strip():
                 continue
             try:
-                out.append(parse_qa_line(line, f"{benchmark or p.stem}_{no}", benchmark))
+                yield no, json.loads(line), None
             except ValueError as e:
-                bad.append((no, str(e)))
-                continue
-            if limit is not None and len(out) >= limit:
-                break
+                yield no, None, f"not JSON ({e.msg})"
+
+
+def load_qa_file(path: str | Path, benchmark: str = "", limit: int | None = None) -> BenchmarkLoad:
+    """Every valid question of a FlashRAG-format ``.jsonl``, ``.json`` or ``.parquet`` file
+    (malformed records reported with their line / row number)."""
+    p = Path(path)
+    if not p.is_file():
+        raise BenchmarkError(f"benchmark file not found: {p}")
+    out: list[QAExample] = []
+    bad: list[tuple[int, str]] = []
+    for no, obj, err in _records(p):
+        try:
+            if err:
+                raise ValueError(err)
+            out.append(parse_qa_record(obj, f"{benchmark or p.stem}_{no}", benchmark))
+        except ValueError as e:
+            bad.append((no, str(e)))
+            continue
+        if limit is not None and len(out) >= limit:
+            break
     if not out:
         first = f"; first malformed line {bad[0][0]}: {bad[0][1]}" if bad else ""
         raise BenchmarkError(f"no valid question in {p}{first}")
@@ -113,14 +155,16 @@ def load_qa_file(path: str | Path, benchmark: str = "", limit: int | None = None
 
 
 def benchmark_path(name: str, data_dir: str | Path, split: str | None = None) -> Path:
-    """``<data_dir>/<dir>/<split>.jsonl`` of a benchmark (first existing split unless given)."""
+    """``<data_dir>/<dir>/<split>.jsonl`` (else ``.json``, else ``.parquet``) of a benchmark (first
+    existing split unless given)."""
     n = canonical_name(name)
     d, splits = BENCHMARKS[n]
     base = Path(data_dir) / d
-    for s in ([split] if split else list(splits)):
-        if (base / f"{s}.jsonl").is_file():
-            return base / f"{s}.jsonl"
-    tried = ", ".join(str(base / f"{s}.jsonl") for s in ([split] if split else splits))
+    cands = [base / f"{s}{suf}" for s in ([split] if split else list(splits)) for suf in SPLIT_SUFFIXES]
+    for c in cands:
+        if c.is_file():
+            return c
+    tried = ", ".join(str(c) for c in cands)
     raise BenchmarkError(f"benchmark {n!r}: no file found (tried {tried})")
 
 
