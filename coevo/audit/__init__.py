@@ -1,4 +1,4 @@
-"""Audit: statistics, the bimodal null model, and instruments on arrays (seed 000 §2, SPEC §2).
+"""Audit: statistics, the bimodal null model, and instruments on arrays (SynCo; RGBC proposal §background, §core idea, §limitation 2).
 
 The CLI entry points (``reanalyze``, ``simulate``) live in their own modules and are not
 imported here, so ``import coevo.audit`` stays light.

@@ -1,5 +1,5 @@
-"""CASA instruments (seed 001): phi by axis stratified by r~, the inflation r / r~ vs 1 / (1 - phi), rank
-reversals inside each group (exact condition and the seed's approximation), licensing rates per axis.
+"""CASA instruments (CASA proposal): phi by axis stratified by r~, the inflation r / r~ vs 1 / (1 - phi), rank
+reversals inside each group (exact condition and the CASA proposal's approximation), licensing rates per axis.
 
 Pure functions on arrays (the ``criterion_scores`` / ``casa_gates`` columns of coevo.casa.views), each
 returning numbers with their uncertainty where one is defined.  Definitions: docs/casa.md.
@@ -19,8 +19,8 @@ __all__ = ["phi_by_axis", "inflation_ratios", "reversal_exact", "reversal_approx
 
 
 def phi_by_axis(axis: Sequence[str], w_abstained, w_total, r_tilde, r=None) -> Dict[str, Estimate]:
-    """phi per axis (seed 001 §推论一 限定一: per (prompt, axis), never averaged across axes), each an
-    ``abstention_share`` estimate stratified by r~ (限定二: the clip bends the top strata)."""
+    """phi per axis (CASA proposal §corollary 1, qualification 1: per (prompt, axis), never averaged across axes), each an
+    ``abstention_share`` estimate stratified by r~ (qualification 2: the clip bends the top strata)."""
     ax = np.asarray(axis, dtype=object)
     wa, wt, rt = (np.asarray(x, dtype=float) for x in (w_abstained, w_total, r_tilde))
     rr = None if r is None else np.asarray(r, dtype=float)
@@ -29,7 +29,7 @@ def phi_by_axis(axis: Sequence[str], w_abstained, w_total, r_tilde, r=None) -> D
 
 
 def inflation_ratios(r_raw, r_tilde_raw, phi) -> Dict[str, Any]:
-    """Measured r / r~ against 1 / (1 - phi) (seed 001 §推论一: an identity before the clip).
+    """Measured r / r~ against 1 / (1 - phi) (CASA proposal §corollary 1: an identity before the clip).
 
     Rows used: r~ > 0, phi < 1 and no clip (0 <= r~_raw and r_raw <= 1).  Returns the per-row measured
     and predicted ratios on those rows, their max absolute difference, and how many rows the clip or
@@ -46,12 +46,12 @@ def inflation_ratios(r_raw, r_tilde_raw, phi) -> Dict[str, Any]:
 
 def reversal_exact(rt1, phi1, rt2, phi2) -> bool:
     """Exact: with r~1 - r~2 = Delta > 0, r1 < r2 (r = r~ / (1 - phi), unclipped) iff
-    r~1 phi2 - r~2 phi1 > Delta (seed 001 §推论二, rearranged without approximation)."""
+    r~1 phi2 - r~2 phi1 > Delta (CASA proposal §corollary 2, rearranged without approximation)."""
     return (rt1 * phi2 - rt2 * phi1) > (rt1 - rt2)
 
 
 def reversal_approx(rt1, phi1, rt2, phi2) -> bool:
-    """The seed's approximation phi2 - phi1 > Delta / r-bar with r-bar = (r~1 + r~2) / 2 (seed 001 §推论二).
+    """The CASA proposal's approximation phi2 - phi1 > Delta / r-bar with r-bar = (r~1 + r~2) / 2 (CASA proposal §corollary 2).
     exact LHS = r-bar (phi2 - phi1) + Delta (phi1 + phi2) / 2, so it never over-counts and misses reversals."""
     rbar = (rt1 + rt2) / 2.0
     return rbar > 0 and (phi2 - phi1) > (rt1 - rt2) / rbar
@@ -60,7 +60,7 @@ def reversal_approx(rt1, phi1, rt2, phi2) -> bool:
 def rank_reversals(groups: Sequence[Any], r_tilde_raw, phi, min_gap: float = 0.0, truth=None) -> Dict[str, Any]:
     """Rank reversals inside each group (rows of one (step, prompt, axis)): ordered pairs with true gap
     Delta = r~1 - r~2 > min_gap whose original-protocol order flips.  Counts with the exact condition and,
-    beside it, the seed's approximation (labelled as such); pairs with phi = 1 (r undefined) are skipped.
+    beside it, the CASA proposal's approximation (labelled as such); pairs with phi = 1 (r undefined) are skipped.
     ``truth`` (the oracle's axis score of each row, every criterion judged, no abstention): of the exact
     reversals, how many the oracle orders as r~ does (r misorders them), as r does, or ties."""
     rt = np.asarray(r_tilde_raw, dtype=float)
@@ -88,7 +88,7 @@ def rank_reversals(groups: Sequence[Any], r_tilde_raw, phi, min_gap: float = 0.0
         per_group[g] = c
     rate = n_exact / n_pairs if n_pairs else float("nan")
     out = {"n_groups": len(idx), "n_pairs": n_pairs, "n_exact": n_exact, "rate_exact": rate,
-           "n_approx": n_approx, "approx_label": "seed 001 approximation phi2 - phi1 > Delta / r-bar (undercounts)",
+           "n_approx": n_approx, "approx_label": "CASA proposal §corollary 2 approximation phi2 - phi1 > Delta / r-bar (undercounts)",
            "per_group": per_group}
     if tr is not None:
         out["oracle"] = oracle

@@ -1,6 +1,6 @@
-"""`coevo audit --predictions` for CASA runs: seed 001's predictions P1-P4 on run ledgers.
+"""`coevo audit --predictions` for CASA runs: the CASA proposal's predictions P1-P4 on run ledgers.
 
-seed 001 §预期成果 (with §反向限定):
+CASA proposal §predictions (with its reverse qualifications):
 
 * P1  p95(phi) >= 0.10: the abstention channel is a main effect; < 0.02: falsified (the claim shrinks
       to the bank-construction and extension channels);
@@ -33,7 +33,7 @@ __all__ = ["CLAIMS", "DETERMINISTIC_KINDS", "JUDGE_KINDS", "load_casa_runs", "ev
            "stress_break_rates"]
 
 CLAIMS = {
-    "CASA-P1": "p95(phi) >= 0.10: the abstention channel is a main effect (seed 001)",
+    "CASA-P1": "p95(phi) >= 0.10: the abstention channel is a main effect (CASA proposal)",
     "CASA-P2": "95% interval of the arms' reward difference on the zero-abstention subset covers 0",
     "CASA-P3": "arm C's discounted effective licensed weight is significantly below the undiscounted weight",
     "CASA-P4": "break rates per verifier kind vs ImpossibleRubrics' 8-26%",
@@ -268,7 +268,7 @@ def _p4(run_dirs: Sequence[Path], stress: Optional[Path]) -> dict:
 
 
 def evaluate_casa_predictions(run_dirs: Sequence[Path], stress: Optional[Path] = None) -> List[dict]:
-    """P1-P4 of seed 001 on the CASA runs among ``run_dirs``; [] when no run has criterion_scores rows."""
+    """P1-P4 of the CASA proposal (§predictions) on the CASA runs among ``run_dirs``; [] when no run has criterion_scores rows."""
     runs = load_casa_runs(run_dirs)
     if not runs:
         return []

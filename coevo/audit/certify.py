@@ -1,4 +1,4 @@
-"""The zero-training certificate (seed 000, plan step 1; issue #13): screen and confirm groups
+"""The zero-training certificate (RGBC proposal §method step 1; issue #13): screen and confirm groups
 drawn with a *frozen* model on a fixed task pool, before any training.
 
 Per task: a screen group of K rollouts, mu_1 = share judged correct against the task's
@@ -13,7 +13,7 @@ K (mu_2). From these (every formula is the audit's own, nothing is re-derived he
 * nu-bar: the mode of the 2K answers (grouped by the verifier's equivalence) against the
   reference, on bearing tasks, and the reference-in-doubt share (``nu_bar``);
 * P1's verdict against its decision lines (kappa-bar <= 0.45 holds; >= 0.70 terminates) with
-  the resolution the seed states (SE ~2.3 points at n = 475 separates 0.45 from 0.70, not
+  the resolution the RGBC proposal states (SE ~2.3 points at n = 475 separates 0.45 from 0.70, not
   from 0.52).
 
 ``truth_p`` (optional, one true pass rate per task: a simulated pool, or a plug-in estimate
@@ -36,9 +36,9 @@ from coevo.audit.stats import Z95, wilson_interval
 __all__ = ["CertifyError", "P1_HOLDS", "P1_TERMINATES", "certify", "draw_groups", "certificate_from_groups",
            "kappa_truth"]
 
-P1_HOLDS = 0.45        # seed 000 P1: kappa-bar <= 0.45 (single-shot bearing is mostly noise)
-P1_TERMINATES = 0.70   # seed 000 P1: kappa-bar >= 0.70 -> a real frontier; the main axis is void
-RESOLUTION_NOTE = "P1's resolution: SE ~2.3 points at n=475 separates 0.45 from 0.70, not from 0.52 (seed 000)"
+P1_HOLDS = 0.45        # RGBC proposal §prediction P1: kappa-bar <= 0.45 (single-shot bearing is mostly noise)
+P1_TERMINATES = 0.70   # RGBC proposal §prediction P1: kappa-bar >= 0.70 -> a real frontier; the main axis is void
+RESOLUTION_NOTE = "P1's resolution: SE ~2.3 points at n=475 separates 0.45 from 0.70, not from 0.52 (RGBC proposal §predictions)"
 
 
 class CertifyError(ValueError):
@@ -46,8 +46,8 @@ class CertifyError(ValueError):
 
 
 def kappa_truth(p: Sequence[float], k: int) -> float:
-    """E[m_K(p) | g_1 = 1] = sum m(p)^2 / sum m(p) over a pool of true pass rates (seed 000
-    §核心思路), as ``coevo simulate`` reports it."""
+    """E[m_K(p) | g_1 = 1] = sum m(p)^2 / sum m(p) over a pool of true pass rates (RGBC proposal
+    §core idea), as ``coevo simulate`` reports it."""
     m = np.asarray(bearing_probability(np.asarray(p, dtype=float), k))
     return float((m * m).sum() / m.sum()) if m.sum() > 0 else float("nan")
 

@@ -1,8 +1,8 @@
 """False-agreement mass FF: the one definition every recipe, the audit and the report call.
 
-seed 004 §二.1 (「错误一致质量」, false-agreement mass): the share of audited (question, answer)
+False Frontiers §2.1 (false-agreement mass): the share of audited (question, answer)
 pairs where the proposer and the solver give *the same wrong answer* (Dr. Zero round 3: 6.1 %
-at 4B, 8.8 % at 9B); SPEC §4; issue #11 item 6. Per audited pair i
+at 4B, 8.8 % at 9B); issue #11 item 6. Per audited pair i
 
     FF_i = 1[y_P ≃ y_S] · 1[y_P is wrong]
 
@@ -19,7 +19,7 @@ the task's solves) and "wrong" judged against the truth: the oracle's answer
 * A tuple (e.g. :data:`NOT_PROPOSER`, or ``("<not:", y)`` for "a truth known to differ from
   y") stands for "some answer known to differ"; it is equivalent only to itself and never passed
   to ``equivalent``.
-* The μ₁ = 1 case (seed 000 screen group all-correct): every solve agrees with the reference, so
+* The μ₁ = 1 case (RGBC screen group all-correct): every solve agrees with the reference, so
   the solver majority IS the reference; a wrong reference there is the clearest false agreement.
   SynCo/RGBC record the majority of every screened task (``task_stats.solver_majority`` /
   ``solver_agrees``, :func:`solver_majority_columns`); older ledgers derive it with

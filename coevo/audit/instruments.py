@@ -1,10 +1,10 @@
 """Instruments: pure functions on arrays, each returning a value with its uncertainty.
 
 Another module wires these to the DuckDB ledger; here everything is numpy in, ``Estimate``
-(value, se, ci_low/ci_high, n, extras) out. Sources: seed 000 §核心思路 and §技术路线
+(value, se, ci_low/ci_high, n, extras) out. Sources: RGBC proposal §core idea and §method
 (bearing rate, kappa-bar, nu-bar and the reference-in-doubt bucket, lag, top-quartile
-enrichment, seed-to-seed range), seed 002 (pseudo-label accuracy), seed 004 §二.1 (FF),
-seed 001 §推论一 (abstention share phi stratified by r~). FF itself (and the solver-majority rule) is
+enrichment, seed-to-seed range), R-Zero (pseudo-label accuracy), False Frontiers §2.1 (FF),
+CASA proposal §corollary 1 (abstention share phi stratified by r~). FF itself (and the solver-majority rule) is
 defined in ``coevo.audit.false_agreement`` and re-exported here.
 """
 from __future__ import annotations
@@ -58,22 +58,22 @@ def estimate_dict(e: Estimate) -> dict:
 
 
 def bearing_indicator(mu):
-    """g = 1[0 < mu < 1] (SPEC notation; seed 000 §背景与动机: 「梯度承载」)."""
+    """g = 1[0 < mu < 1] (SPEC notation; RGBC proposal §background: "gradient-bearing")."""
     a = np.asarray(mu, dtype=float)
     return (a > 0) & (a < 1)
 
 
 def bearing_rate(mu, batches=None, n_boot: int = 1000, seed: int = 0) -> Estimate:
     """Single-shot bearing rate P[g_1 = 1] with binomial SE (and a batch-bootstrap CI and
-    batch-clustered SE when ``batches`` is given). seed 000 §背景与动机 (16.2% pool level).
-    Also the confirm-stage rollout budget increment (seed 000 §核心思路)."""
+    batch-clustered SE when ``batches`` is given). RGBC proposal §background (16.2% pool level).
+    Also the confirm-stage rollout budget increment (RGBC proposal §core idea)."""
     g = bearing_indicator(mu).astype(float)
     return _proportion(g, clusters=batches, batches=batches, n_boot=n_boot, seed=seed)
 
 
 def kappa_indicator(mu_screen, mu_confirm) -> tuple[np.ndarray, np.ndarray]:
     """kappa's domain and its per-task values: the mask of tasks with 0 < mu_1 < 1 and a confirm
-    group (finite mu_2), and 1[0 < mu_2 < 1] on them (seed 000 §核心思路). NaN = no group."""
+    group (finite mu_2), and 1[0 < mu_2 < 1] on them (RGBC proposal §core idea). NaN = no group."""
     s = np.asarray(mu_screen, dtype=float)
     c = np.asarray(mu_confirm, dtype=float)
     if s.shape != c.shape:
@@ -86,10 +86,10 @@ def kappa_bar(mu_screen, mu_confirm, tasks=None, batches=None, n_boot: int = 100
               seed: int = 0) -> Estimate:
     """Replication rate kappa-bar = mean of 1[0 < mu_2 < 1] over screen-bearing tasks.
 
-    seed 000 §核心思路 (筛查—确认两阶段抽样): only tasks with 0 < mu_1 < 1 get a confirm
+    RGBC proposal §core idea (screen–confirm two-stage sampling): only tasks with 0 < mu_1 < 1 get a confirm
     group; rows whose screen is not mixed, or whose confirm is NaN, are ignored.
     ``se`` is task-clustered when ``tasks`` is given (a task screened in several steps),
-    otherwise binomial; with ``batches`` the interval is a batch bootstrap (§局限性 二).
+    otherwise binomial; with ``batches`` the interval is a batch bootstrap (§limitation 2).
     The binomial SE is always in ``se_binomial``.
     """
     s = np.asarray(mu_screen, dtype=float)
@@ -120,7 +120,7 @@ def answer_mode(answers: Sequence[Any]) -> tuple[Any, float]:
 def nu_indicators(nu, mode_share, mu, stable: float = 0.75) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """nu's domain and per-task flags: the mask of tasks with a known nu (1 = the 2K-answer mode equals
     the reference, 0 = it does not; NaN = unknown) and 0 < mu < 1; on them the miss 1[nu = 0] and the
-    reference-in-doubt flag 1[miss and mode share >= ``stable``] (seed 000 §核心思路)."""
+    reference-in-doubt flag 1[miss and mode share >= ``stable``] (RGBC proposal §core idea)."""
     n = np.asarray(nu, dtype=float)
     share = np.asarray(mode_share, dtype=float)
     m = np.asarray(mu, dtype=float)
@@ -135,7 +135,7 @@ def nu_indicators(nu, mode_share, mu, stable: float = 0.75) -> tuple[np.ndarray,
 def nu_bar(mode_agrees, mode_share, mu, stable: float = 0.75) -> dict:
     """Reference-anchor miss rate nu-bar and the reference-in-doubt share.
 
-    seed 000 §核心思路 (参考锚缺失率 nu): per task, nu_i = 1[mode of the 2K answers == a*];
+    RGBC proposal §core idea (reference-anchor miss rate nu): per task, nu_i = 1[mode of the 2K answers == a*];
     defined only when 0 < mu < 1. The pool metric is the *miss* rate 1 - mean(nu_i)
     (P3: "nu-bar >= 5%: at least 1 in 20 tasks whose mode disagrees with the reference").
     A task with nu_i = 0 and mode share >= ``stable`` goes to the reference-in-doubt bucket.
@@ -163,7 +163,7 @@ def lag_values(mu_pre, mu_post) -> tuple[np.ndarray, np.ndarray]:
 def lag_bar(mu_pre, mu_post) -> Estimate:
     """One-step lag l = mu_pre - mu_post over the same tasks before / after the Reasoner update.
 
-    seed 000 §核心思路 (一步滞后落差). Value = mean lag with its SE; extras carry the
+    RGBC proposal §core idea (one-step lag). Value = mean lag with its SE; extras carry the
     median |l| that prediction P4 uses (>= 0.10 predicted, < 0.02 falsifies).
     """
     _, lag = lag_values(mu_pre, mu_post)
@@ -175,7 +175,7 @@ def lag_bar(mu_pre, mu_post) -> Estimate:
 def lag_selection_bias(p, k: int):
     """E[l | screen-bearing, no learning] = E[mu_1 | 0 < mu_1 < 1] - p = (p - p^K) / (1 - p^K - (1-p)^K) - p.
 
-    The lag's zero-learning expectation (issue 13 item 4 on seed 000 §核心思路 一步滞后落差): post
+    The lag's zero-learning expectation (issue 13 item 4 on RGBC proposal §core idea, one-step lag): post
     groups are drawn only for screen-bearing tasks, and conditioning on a mixed screen group pulls
     mu_1 toward 1/2 while an independent post group keeps mean p.  K = 4: -0.112 at p = 0.75,
     -0.220 at p = 0.95, 0 at p = 1/2.  NaN where no group can bear (p in {0, 1})."""
@@ -242,7 +242,7 @@ def _judged(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
 def pseudo_label_accuracy(verdicts: Sequence[Any], batches=None, tasks=None) -> Estimate:
     """Pseudo-label accuracy: share of (pseudo-)labels that the oracle confirms.
 
-    seed 002 (R-Zero: 79.0 -> 69.0 -> 63.0% per round), seed 004 §二.1 (0.747 / 0.737).
+    R-Zero §4.4 Table 5 (79.0 -> 69.0 -> 63.0% per round), False Frontiers §2.1 (0.747 / 0.737).
     ``verdicts``: per label, the value of the oracle's verdict *on that label* (1 / True = correct,
     0 / False = wrong; None / NaN = the oracle or judge abstained, or there is no oracle: left out
     and counted in ``extra["n_unjudged"]``). The one definition the summary, the audit and the
@@ -263,7 +263,7 @@ def abstention_share(w_abstained, w_total, r_tilde, r=None,
                      bins: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 1.0)) -> Estimate:
     """Abstention share phi = W_A / W per (prompt, axis) row, stratified by r~.
 
-    seed 001 §核心思路 推论一: report phi and 1/(1-phi) per (prompt, axis), stratified by r~
+    CASA proposal §corollary 1: report phi and 1/(1-phi) per (prompt, axis), stratified by r~
     because clip(., 0, 1) distorts the top strata. Value = mean phi (SE across rows);
     extras: p95 of phi (P1's threshold 0.10 / falsifier 0.02), and per r~ stratum the mean
     phi, mean 1/(1-phi) and, when ``r`` is given, the measured mean r / r~.
@@ -311,7 +311,7 @@ def enrichment_se(p_top: float, n_top: int, p_rest: float, n_rest: int) -> float
 def top_quartile_enrichment(scores, bearing, q: float = 0.25) -> Estimate:
     """Bearing rate in the top ``q`` of tasks ranked by ``scores``, and its enrichment over the pool.
 
-    seed 000 §背景与动机 (图 3: 62.3% / 64.6% in the top quartile, 3.9x / 4.0x over 16.2%).
+    RGBC proposal §background (SynCo Fig. 3: 62.3% / 64.6% in the top quartile, 3.9x / 4.0x over 16.2%).
     Value = enrichment p_top / p_pool; ``se`` is the nested delta-method SE
     (:func:`enrichment_se`); extras: p_top with its binomial SE, p_pool, and the ceiling
     min(1/q, 1/p_pool) (a score that puts every bearing task in the top quartile).
@@ -347,7 +347,7 @@ def top_quartile_enrichment(scores, bearing, q: float = 0.25) -> Estimate:
 def seed_range(values, labels: Optional[Sequence[Any]] = None) -> Estimate:
     """Seed-to-seed spread of one metric across runs given together.
 
-    seed 000 §技术路线 第四步 / P6 (极差 >= 2 points predicted for the productive rate).
+    RGBC proposal §method step 4 / P6 (seed-to-seed range >= 2 points predicted for the productive rate).
     ``values`` holds one number per run (or one array per run, reduced by its mean).
     Value = mean over runs; ``se`` = SD across runs / sqrt(runs); extras: min, max, range.
     """

@@ -1,11 +1,11 @@
 """Bearing probability m_K(p), the bimodal null model, its existence inversion, and kappa-bar.
 
-seed 000 §背景与动机: a task with true pass rate p is called gradient-bearing by one group of
+RGBC proposal §background: a task with true pass rate p is called gradient-bearing by one group of
 K rollouts with probability m_K(p) = 1 - p^K - (1 - p)^K. A two-point pool (fraction w at
 p_hi, 1 - w at p_lo, nothing in between) predicts the (all-correct, bearing, all-wrong)
-triple; seed 000 shows that SynCo's first and last buckets are reproduced by such pools
+triple; the RGBC proposal shows that SynCo's first and last buckets are reproduced by such pools
 (an existence inversion: three parameters, two independent constraints).
-seed 000 §核心思路: kappa-bar = E[m(p) | g_1 = 1] = sum w m^2 / sum w m.
+RGBC proposal §core idea: kappa-bar = E[m(p) | g_1 = 1] = sum w m^2 / sum w m.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ __all__ = [
 def bearing_probability(p, k: int = 4):
     """m_K(p) = 1 - p^K - (1 - p)^K, the chance one group of K rollouts is mixed.
 
-    seed 000 §背景与动机: m_4(0.5) = 0.875; m_4(0.95) = m_4(0.05) = 0.1855.
+    RGBC proposal §background: m_4(0.5) = 0.875; m_4(0.95) = m_4(0.05) = 0.1855.
     """
     a = np.asarray(p, dtype=float)
     if np.any((a < 0) | (a > 1)):
@@ -34,7 +34,7 @@ def bearing_probability(p, k: int = 4):
 def null_model_shares(w, p_hi, p_lo, k: int = 4):
     """(all_correct, bearing, all_wrong) predicted by the two-point pool (w at p_hi, 1-w at p_lo).
 
-    seed 000 §背景与动机: w = .6494, p = .98/.0334 -> 59.9 / 9.5 / 30.6 %;
+    RGBC proposal §background: w = .6494, p = .98/.0334 -> 59.9 / 9.5 / 30.6 %;
     w = .524, p = .9001/.0787 -> 34.4 / 31.3 / 34.3 %.
     """
     w = np.asarray(w, dtype=float)
@@ -50,7 +50,7 @@ def null_model_shares(w, p_hi, p_lo, k: int = 4):
 def expected_kappa(weights: Sequence[float], ps: Sequence[float], k: int = 4) -> float:
     """kappa-bar = E[m(p) | g_1 = 1] = sum w m(p)^2 / sum w m(p) for a discrete pool.
 
-    seed 000 §核心思路: a screen group is mixed with prob. m(p); an independent confirm group
+    RGBC proposal §core idea: a screen group is mixed with prob. m(p); an independent confirm group
     is mixed again with prob. m(p). Frontier pools (p in [.25, .75]) give 0.68–0.875;
     pools with p outside [.1, .9] give <= 0.344.
     """
@@ -72,7 +72,7 @@ def mid_share_given_bearing(p, k: int = 4):
 
 
 def expected_teachability(p, k: int = 4):
-    """E[T(mu)] for one task at true pass rate p and K rollouts (seed 000 §背景与动机: T is a
+    """E[T(mu)] for one task at true pass rate p and K rollouts (RGBC proposal §background: T is a
     three-level quantity at K = 4). For K = 4 this is 2 p q (1 + p q)."""
     a = np.asarray(p, dtype=float)
     from math import comb
@@ -134,7 +134,7 @@ def invert_null_model(all_correct: float, bearing: float, all_wrong: float, k: i
                       grid: Optional[Sequence[float]] = None) -> Dict[str, object]:
     """Two-point pools (w, p_hi, p_lo) that reproduce an observed (all-correct, bearing, all-wrong).
 
-    seed 000 §背景与动机: an existence inversion — 3 parameters, 2 independent constraints
+    RGBC proposal §background: an existence inversion — 3 parameters, 2 independent constraints
     (the shares sum to one). The triple is normalised to sum to 1 first.
 
     * fix ``p_hi`` (or ``p_lo``): solve the other two parameters; returns
@@ -198,7 +198,7 @@ def _cos_grid(n: int = 201) -> np.ndarray:
 
 def null_fit_error(triple: Sequence[float], k: int, grid: int = 201) -> Dict[str, float]:
     """Smallest max-abs error (share units) with which a two-point pool (w at p_hi, 1-w at p_lo)
-    reproduces an observed (all-correct, bearing, all-wrong) triple (seed 000 §背景与动机, P2).
+    reproduces an observed (all-correct, bearing, all-wrong) triple (RGBC proposal §background, P2).
 
     For each (p_lo < p_hi) pair on a grid dense near 0 and 1 the error is a max of three
     |linear functions of w|; its minimum lies at a zero or a crossing of two of them, so w is

@@ -1,6 +1,6 @@
-"""`coevo audit RUN_DIR... --predictions`: seed 000's falsifiable predictions P1–P6 on run ledgers.
+"""`coevo audit RUN_DIR... --predictions`: the RGBC proposal's falsifiable predictions P1–P6 on run ledgers.
 
-seed 000 §预期成果 states six predictions, each with a termination line:
+RGBC proposal §predictions states six predictions, each with a termination line:
 
 * P1 kappa-bar <= 0.45; >= 0.70 ends the main axis (the pool has a frontier);
 * P2 bimodal null-model reproduction error <= 2 points per bucket; > 5 points voids the
@@ -151,7 +151,7 @@ def _p1(datas, audits) -> dict:
     return _res("P1", e.value, e.ci_low, e.ci_high, e.n, "share", j, interval="batch bootstrap over (run, step)",
                 se_task_clustered=finite(e.extra.get("se_task_clustered")), per_run=_per_run(audits, "kappa_bar"),
                 first_step_value=finite(kap[first].mean()), runs=P["runs"],
-                note="P1's resolution: SE ~2.3 points at n=475 separates 0.45 from 0.70, not from 0.52 (seed 000)")
+                note="P1's resolution: SE ~2.3 points at n=475 separates 0.45 from 0.70, not from 0.52 (RGBC proposal §predictions)")
 
 
 def _buckets(step: np.ndarray) -> Optional[Tuple[np.ndarray, np.ndarray]]:
@@ -210,7 +210,7 @@ def _p2(datas, audits) -> dict:
                                              "report the shape of the pool's p-hat distribution instead")])
     return _res("P2", value, lo, hi, sum(1 for _ in per), "share (max over buckets and runs)", j, per_run=per,
                 interval="bootstrap of the worst bucket's error (steps, or tasks when a bucket has one step), 200 draws",
-                note="a necessary, not sufficient, condition (seed 000 §局限性 三): any triple inside the two-point region "
+                note="a necessary, not sufficient, condition (RGBC proposal §limitation 3): any triple inside the two-point region "
                      "is reproduced exactly; only a measured kappa-bar (P1) tells the pools apart")
 
 
@@ -228,7 +228,7 @@ def _p3(datas, audits) -> dict:
               [("<", 0.01, "the consensus check is already tight: the reference-answer evidence is void, step 5 cancelled"),
                (">", 0.20, "the consensus check's threshold itself needs re-estimation (more valuable than a middle value)")])
     return _res("P3", e.value, e.ci_low, e.ci_high, e.n, "share", j, interval="batch bootstrap over (run, step)",
-                per_run=_per_run(audits, "nu_bar"), note="conditional on 0 < mu < 1 (seed 000 §局限性 一)")
+                per_run=_per_run(audits, "nu_bar"), note="conditional on 0 < mu < 1 (RGBC proposal §limitation 1)")
 
 
 def _p4(datas, audits) -> dict:
@@ -399,7 +399,7 @@ def print_predictions(preds: List[dict], console=None) -> None:
     c = console or Console()
     if console is None and not c.is_terminal:
         c = Console(width=160)
-    t = Table(title="predictions on the runs given (seed 000 P1-P6; seed 001 CASA-P1..P4 for CASA runs)")
+    t = Table(title="predictions on the runs given (RGBC proposal P1-P6; CASA proposal CASA-P1..P4 for CASA runs)")
     for col in ("P", "claim", "measured [95% interval]", "n", "verdict", "termination line / why not evaluable"):
         t.add_column(col, overflow="fold")
     for p in preds:

@@ -1,11 +1,11 @@
-"""`coevo reanalyze synco`: re-derive seed 000's analysis from SynCo's published numbers.
+"""`coevo reanalyze synco`: re-derive the RGBC proposal's analysis from SynCo's published numbers.
 
 The numbers live in coevo/data/synco_published.yaml; this module only does arithmetic on
-them: null-model fits of the first and last buckets (seed 000 §背景与动机), the existence
+them: null-model fits of the first and last buckets (RGBC proposal §background), the existence
 inversion family with the kappa-bar range it implies, binomial SEs of Table 3 and the
 difference in SE units, top-quartile enrichment with its SE (Figure 3), the Table 7 tier
 arithmetic, and the Figure 5 / Table 1 / Table 2 ratios. Every check that fails to
-reproduce a number stated in seed 000 or the paper is listed under ``discrepancies``.
+reproduce a number stated in the RGBC proposal or the paper is listed under ``discrepancies``.
 """
 from __future__ import annotations
 
@@ -113,7 +113,7 @@ def _null_models(d: Dict[str, Any], disc: List[str], findings: List[str]) -> Dic
                 "family_mean_T_range": fam.get("mean_teachability_range"),
                 "implied_mid_share_given_bearing": _r(implied_mid),
                 "family_mid_share_given_bearing_range": fam.get("mid_share_given_bearing_range"),
-                "note": "third constraint not used by seed 000; assumes Fig. 2(b)'s teachability is the "
+                "note": "third constraint not used by the RGBC proposal; assumes Fig. 2(b)'s teachability is the "
                         "mean of T(mu) over the same bucket (gates G <= 1 would only raise the implied share)",
             },
         }
@@ -128,7 +128,7 @@ def _null_models(d: Dict[str, Any], disc: List[str], findings: List[str]) -> Dic
                 f"{implied_mid:.3f} vs {fam['mid_share_given_bearing_range'][0]:.3f}-"
                 f"{fam['mid_share_given_bearing_range'][1]:.3f}); if Fig. 2(b) is mean T(mu) over the "
                 f"same bucket, the pure bimodal null does not fit all three published numbers")
-    # seed 000's own correction note: "0.033 / 0.079 reproduce as 30.7 / 31.4"
+    # the RGBC proposal's own correction note: "0.033 / 0.079 reproduce as 30.7 / 31.4"
     o_last = out["last"]["original_rounded_fit"]["predicted_pct"][2]
     o_first = out["first"]["original_rounded_fit"]["predicted_pct"][1]
     out["seed_correction_note"] = {
@@ -138,11 +138,11 @@ def _null_models(d: Dict[str, Any], disc: List[str], findings: List[str]) -> Dic
     }
     if o_first != 31.4:
         disc.append(
-            f"seed 000's correction note says p_lo = 0.079 reproduces the first bucket's bearing as 31.4%; "
+            f"the RGBC proposal's correction note says p_lo = 0.079 reproduces the first bucket's bearing as 31.4%; "
             f"with p_hi = 0.9001 it gives {o_first}% (exact {100 * null_model_shares(0.524, 0.9001, 0.079, K)[1]:.3f}%), "
             f"so the first-bucket correction was not needed; 31.4% only appears if p_hi is also rounded to 0.90")
     if o_last != 30.7:
-        disc.append(f"seed 000's note: p_lo = 0.033 gives all-wrong {o_last}%, not 30.7%")
+        disc.append(f"the RGBC proposal's note: p_lo = 0.033 gives all-wrong {o_last}%, not 30.7%")
     pool = d["pool_table5"]
     pobs = [pool["all_correct"]["count"] / pool["n"], pool["bearing"]["count"] / pool["n"],
             pool["all_wrong"]["count"] / pool["n"]]
@@ -283,12 +283,12 @@ def _ratios(d: Dict[str, Any], disc: List[str]) -> Dict[str, Any]:
             disc.append(f"Table 2 {k}: learn + retain = {v['learn_plus_retain']}, net {v['net']}")
     return {"fig5_folds": ratios, "fig5_fold_range": [lo, hi], "fig5_reported": rep,
             "fig5_note": "observed-rate ratios; under the bimodal limit they overstate true-bearing ratios "
-                         "(seed 000 §技术路线 第四步): report per-source kappa-bar ratios instead",
+                         "(RGBC proposal §method step 4): report per-source kappa-bar ratios instead",
             "table1_deltas": deltas, "table2": t2c}
 
 
 def reanalyze_synco(path: Optional[Path] = None) -> Dict[str, Any]:
-    """Re-derive seed 000's analysis of SynCo's published numbers; returns a JSON-able dict."""
+    """Re-derive the RGBC proposal's analysis of SynCo's published numbers; returns a JSON-able dict."""
     d = load_published(path)
     disc: List[str] = []
     findings: List[str] = []
@@ -345,7 +345,7 @@ def print_reanalysis(result: Dict[str, Any]) -> None:
 
     con = Console()
     nm = result["null_model"]
-    t = Table(title="Bimodal null model (seed 000 §背景与动机), K = 4")
+    t = Table(title="Bimodal null model (RGBC proposal §background), K = 4")
     for c in ("bucket", "observed %", "seed fit (w, p_hi, p_lo)", "predicted %", "max err pp",
               "kappa-bar", "family kappa-bar range", "mean T: reported / family"):
         t.add_column(c)

@@ -402,8 +402,8 @@ def _seed_ranges(runs: List[dict]) -> List[dict]:
 
 
 def audit_runs(run_dirs: Sequence[Path], predictions: bool = False, stress: Optional[Path] = None) -> dict:
-    """Audit each run directory; seed-to-seed ranges per (recipe, arm); optionally P1-P6 of seed 000 and,
-    for runs whose ledger has criterion_scores rows, seed 001's CASA-P1..P4 (``stress``: the JSON of
+    """Audit each run directory; seed-to-seed ranges per (recipe, arm); optionally P1-P6 of the RGBC proposal (§predictions) and,
+    for runs whose ledger has criterion_scores rows, the CASA proposal's CASA-P1..P4 (``stress``: the JSON of
     ``coevo stress`` for CASA-P4, else a run directory's stress.json)."""
     if not run_dirs:
         raise AuditError("no run directory given")

@@ -1,4 +1,4 @@
-"""Screen/confirm instruments of a SynCo/RGBC step or run, over per-task rows (seed 000 §核心思路).
+"""Screen/confirm instruments of a SynCo/RGBC step or run, over per-task rows (RGBC proposal §core idea).
 
 The one place where kappa-bar, nu-bar (with the reference-in-doubt share), l-bar and the screen
 bearing rate are computed from ``task_stats`` rows, and where their oracle truths are computed

@@ -1,6 +1,6 @@
 """`coevo simulate`: screen/confirm sampling on pools with known pass rates, instrument vs truth.
 
-seed 000 §核心思路: every task gets a screen group of K Bernoulli(p) rollouts; only if it is
+RGBC proposal §core idea: every task gets a screen group of K Bernoulli(p) rollouts; only if it is
 mixed (0 < mu_1 < 1) does it get an independent confirm group; kappa = 1[0 < mu_2 < 1].
 For fixed p, P[kappa = 1 | g_1 = 1] = m_K(p), so kappa-bar estimates E[m(p) | g_1 = 1],
 while the single-shot bearing rate P[g_1 = 1] = E[m(p)] does not separate a frontier from
@@ -8,7 +8,7 @@ extreme-p noise. Decision lines: frontier kappa-bar >= 0.68, extreme-p noise <= 
 confirm-stage budget increment = P[g_1 = 1].
 
 Pools (p per task): ``frontier`` U(.25, .75); ``bimodal`` half U(0, .1), half U(.9, 1);
-``uniform`` U(0, 1); ``beta`` Beta(a, b); ``nullmodel`` / ``nullmodel-last`` seed 000's
+``uniform`` U(0, 1); ``beta`` Beta(a, b); ``nullmodel`` / ``nullmodel-last`` the RGBC proposal's
 two-point fits of SynCo's first / last bucket (read from coevo/data/synco_published.yaml).
 Deterministic given ``seed``.
 """
@@ -26,10 +26,10 @@ __all__ = ["SimulateError", "POOLS", "FRONTIER_KAPPA", "NOISE_KAPPA", "MID_BAND"
            "draw_pool", "simulate_pool", "print_simulation", "simulation_plot"]
 
 POOLS = ("frontier", "bimodal", "uniform", "beta", "nullmodel", "nullmodel-last")
-FRONTIER_KAPPA = 0.68   # seed 000 §核心思路: a real frontier gives kappa-bar in 0.68–0.875
-NOISE_KAPPA = 0.35      # seed 000 §核心思路: pure extreme-p noise gives kappa-bar <= 0.35
+FRONTIER_KAPPA = 0.68   # RGBC proposal §core idea: a real frontier gives kappa-bar in 0.68–0.875
+NOISE_KAPPA = 0.35      # RGBC proposal §core idea: pure extreme-p noise gives kappa-bar <= 0.35
 MID_BAND = (0.25, 0.75)  # m_4(p) >= 0.68 on this band
-BATCH = 32               # SynCo: 32 tasks per round (seed 000 §背景与动机)
+BATCH = 32               # SynCo: 32 tasks per round (RGBC proposal §background)
 
 
 class SimulateError(Exception):

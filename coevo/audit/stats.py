@@ -1,9 +1,9 @@
 """Small statistics the instruments report: binomial and difference SEs, cluster-robust SEs,
 batch bootstrap, the abstention inflation factor, and the ``Estimate`` result type.
 
-seed 000 §背景与动机 (Table 3 SEs), §局限性 二 (task-clustered / batch bootstrap
+RGBC proposal §background (Table 3 SEs), §limitation 2 (task-clustered / batch bootstrap
 intervals: tasks in one batch share the Synthesizer's parameters and context, so plain
-binomial intervals are too narrow); seed 001 §推论一 (1/(1-phi)).
+binomial intervals are too narrow); CASA proposal §corollary 1 (1/(1-phi)).
 """
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def _out(x, scalar: bool):
 def binomial_se(p, n):
     """Binomial standard error sqrt(p (1 - p) / n).
 
-    seed 000 §背景与动机: 13.7% and 14.5% on n = 1,856 -> 0.80 and 0.82 points;
+    RGBC proposal §background: 13.7% and 14.5% on n = 1,856 -> 0.80 and 0.82 points;
     62.3% on the top quartile n = 735 -> 1.79 points; worst case on n = 475 -> 2.29 points.
     """
     p_a = np.asarray(p, dtype=float)
@@ -59,7 +59,7 @@ def binomial_se(p, n):
 def difference_se(p1, n1, p2, n2):
     """SE of a difference of two independent proportions sqrt(se1^2 + se2^2).
 
-    seed 000 §背景与动机 (Table 3): 13.7% vs 14.5% on 1,856 tasks each -> 1.14 points, so the
+    RGBC proposal §background (Table 3): 13.7% vs 14.5% on 1,856 tasks each -> 1.14 points, so the
     +0.8 point gain is 0.70 SE. Independence makes this a lower bound when tasks cluster.
     """
     se = np.sqrt(np.asarray(binomial_se(p1, n1)) ** 2 + np.asarray(binomial_se(p2, n2)) ** 2)
@@ -69,7 +69,7 @@ def difference_se(p1, n1, p2, n2):
 def abstention_inflation(phi):
     """Abstention inflation factor 1 / (1 - phi): r = r~ / (1 - phi) before clipping.
 
-    seed 001 §核心思路 推论一: phi = .05 -> 1.053, phi = .20 -> 1.25, phi = .50 -> 2.00.
+    CASA proposal §corollary 1: phi = .05 -> 1.053, phi = .20 -> 1.25, phi = .50 -> 2.00.
     """
     a = np.asarray(phi, dtype=float)
     if np.any((a < 0) | (a >= 1)):
@@ -83,7 +83,7 @@ def clustered_se(values, clusters, weights=None) -> float:
     The mean is a ratio estimator sum(w y) / sum(w); its linearised variance is
     G/(G-1) * sum_g (sum_{i in g} w_i (y_i - ybar))^2 / (sum w)^2 over G clusters.
     Use task ids for a task-clustered SE, batch ids for a batch-clustered one
-    (seed 000 §局限性 二). NaN when fewer than two clusters.
+    (RGBC proposal §limitation 2). NaN when fewer than two clusters.
     """
     y = np.asarray(values, dtype=float)
     c = np.asarray(clusters)
@@ -106,7 +106,7 @@ def batch_bootstrap_ci(values, batches, n_boot: int = 1000, seed: int = 0, alpha
                        weights: Optional[np.ndarray] = None) -> Dict[str, float]:
     """Percentile bootstrap of a (weighted) mean, resampling whole batches with replacement.
 
-    seed 000 §局限性 二 (批级 bootstrap). Returns ``{"ci_low", "ci_high", "se", "n_batches"}``;
+    RGBC proposal §limitation 2 (batch-level bootstrap). Returns ``{"ci_low", "ci_high", "se", "n_batches"}``;
     deterministic given ``seed``. NaN interval with fewer than two batches.
     """
     y = np.asarray(values, dtype=float)
@@ -148,7 +148,7 @@ def wilson_interval(p: float, n: float, z: float = Z95) -> tuple[float, float]:
 def bootstrap_stat(values, batches, stat: Callable[[np.ndarray], float], n_boot: int = 1000, seed: int = 0,
                    alpha: float = 0.05) -> Dict[str, float]:
     """Percentile bootstrap of any statistic of the pooled values, resampling whole batches
-    (seed 000 §局限性 二). Used for statistics that are not means (median |lag|)."""
+    (RGBC proposal §limitation 2). Used for statistics that are not means (median |lag|)."""
     y = np.asarray(values, dtype=float)
     b = np.asarray(batches)
     keys, inv = np.unique(b, return_inverse=True)

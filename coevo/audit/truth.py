@@ -1,6 +1,6 @@
 """The truth of a pseudo-label or a reference answer where the world has no oracle (issue #13 item 5).
 
-Seed 002 reports pseudo-label accuracy (79 → 69 → 63 %) through a GPT-4o check; on the math world
+R-Zero reports pseudo-label accuracy (79 → 69 → 63 %, §4.4 Table 5) through a GPT-4o check; on the math world
 coevo had no oracle and reported n/a. Two stand-ins, configured in the run's ``truth`` section:
 
 * ``truth.references``: a JSONL file of ``{"question", "answer"}`` (``answers`` lists accepted): a

@@ -1,4 +1,4 @@
-"""CASA (seed 001): criterion-set accounting with abstention-aware scoring.
+"""CASA (CASA proposal): criterion-set accounting with abstention-aware scoring.
 
 ``scoring`` (S(y), A(y), r, r~, phi per axis), ``gating`` (failure set, licensing, gate
 weights of the arms A/B/C, gated-KL token advantages), ``selfcheck`` (zero-abstention

@@ -1,8 +1,8 @@
-"""The ``casa`` config section (seed 001 §技术路线 三臂对照): arm, thresholds, discount convention.
+"""The ``casa`` config section (CASA proposal §method, three arms): arm, thresholds, discount convention.
 
 ``discount`` has NO default: with ``arm: C`` a config without it fails with one line naming
 the field (``casa.discount: ...``), because the two readings of "discount by (1 - precision)"
-differ 4-7x (seed 001 §预期成果 P3).  A recipe registers :class:`CasaConfig` as its ``casa``
+differ 4-7x (CASA proposal §prediction P3).  A recipe registers :class:`CasaConfig` as its ``casa``
 section; :func:`casa_config` validates a plain mapping with the same one-line error.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ class CasaConfig(BaseModel):
         None, validate_default=True, description="arm C: abstention-channel weight x (1 - precision_axis) or "
         "x precision_axis; required when arm = C (no default)")
     precision: dict[str, float] = Field(default_factory=dict, description="verifier precision per axis "
-                                        "(seed 001: mechanism 0.877, evidence 0.782)")
+                                        "(CASA proposal: mechanism 0.877, evidence 0.782)")
     default_precision: Optional[float] = Field(None, ge=0.0, le=1.0, description="precision of an axis "
                                                "missing from ``precision``; None: such an axis is an error in C")
     kl_coef: float = Field(0.1, ge=0.0, description="lambda: scale of the gated-KL token advantage")

@@ -1,14 +1,14 @@
 """VG-OPD's gate under the CASA arms: failure set, licensing, gate weights, gated-KL token advantages.
 
-seed 001 §背景 (VG-OPD, arXiv:2609.15404) and §推论三:
+CASA proposal §background (VG-OPD, arXiv:2609.15404) and §corollary 3:
 
 * F(y) = {j : w_j > 0, V_j(x, y) = 0}; abstentions never gate (arms A and B);
 * arm C adds the low-confidence channel: abstained positive criteria may gate, with the threshold
   delta_A > delta and the weight discounted by the axis precision; unknown is read as 0 for the student
-  (seed 001 §局限性 7: the same assignment as B, so C stays comparable with B);
+  (CASA proposal §limitation 7: the same assignment as B, so C stays comparable with B);
 * licensing by counterfactual gain Delta'_{j,k} = V_j(x, y_k) - V_j(x, y) > delta, with ONE cached
   verdict V_j(x, y_k) per (prompt, expert) for the whole group; since V_j(x, y) = 0 on F(y) this is
-  1[V_j(x, y_k) > delta] (推论三).  An expert whose own verdict abstained is never licensed;
+  1[V_j(x, y_k) > delta] (corollary 3).  An expert whose own verdict abstained is never licensed;
 * the gated KL enters GRPO as a token-level advantage (:func:`gated_kl_advantages`), weighted by the
   criterion weight and localised by student/expert disagreement (rule in its docstring).
 """
@@ -39,7 +39,7 @@ class GateEntry:
 
 
 def failure_set(checks: Sequence[Check]) -> List[str]:
-    """F(y) = {j : w_j > 0, V_j = 0}: abstentions and penalties never enter (seed 001 §背景 门控)."""
+    """F(y) = {j : w_j > 0, V_j = 0}: abstentions and penalties never enter (CASA proposal §background, gating)."""
     return [c.criterion_id for c in checks if c.weight > 0 and not is_abstention(c.value) and int(c.value) == 0]
 
 
@@ -124,7 +124,7 @@ def expert_gate_totals(entries: Sequence[GateEntry]) -> Dict[str, float]:
 def gated_kl_advantages(student_logprobs: Sequence[float], expert_logprobs: Mapping[str, Sequence[float]],
                         gate_totals: Mapping[str, float], kl_coef: float, tau: float = float(np.log(2.0)),
                         clip: float = 10.0, mask: Optional[Sequence[int]] = None) -> np.ndarray:
-    """Token-level advantage term of the gated KL for one rollout (seed 001 §背景, VG-OPD).
+    """Token-level advantage term of the gated KL for one rollout (CASA proposal §background, VG-OPD).
 
     Inputs are per-token log-probs of the rollout's own tokens y_t: log pi_s(y_t | x, y_<t) under the
     student and log pi_k(y_t | x, y_<t) under each licensed expert k.  With l_{k,t} = clip(log pi_s -

@@ -1,4 +1,4 @@
-"""Per-step probes (seed 001 §技术路线: "三类探针答案——own reference、同题错配参考、空泛模板——可在每个 step 重跑").
+"""Per-step probes (CASA proposal §method: "the three probe answers — own reference, a mismatched reference from another prompt, a vacuous template — can be rerun every step").
 
 Each step the recipe re-scores, with the run's own verifiers, three fixed answers per probed prompt:
 
@@ -7,7 +7,7 @@ Each step the recipe re-scores, with the run's own verifiers, three fixed answer
 * ``vacuous``: a content-free template (should fail or abstain).
 
 Since the answers never change, any drift of their pass / abstention rates over steps is verifier drift,
-not student change (seed 001 §技术挑战 二).  Rows go to the ``probes`` table, one per (probe, criterion).
+not student change (CASA proposal §method, technical challenge 2).  Rows go to the ``probes`` table, one per (probe, criterion).
 """
 from __future__ import annotations
 

@@ -1,13 +1,13 @@
 """CASA scoring per (prompt, answer, axis): S(y), A(y) with reasons, r, r~, phi, the arm's reward.
 
-seed 001 §核心思路 推论一: numerator = sum_{j in S(y)} w_j V_j (a penalty w_j < 0 subtracts when
+CASA proposal §corollary 1: numerator = sum_{j in S(y)} w_j V_j (a penalty w_j < 0 subtracts when
 V_j = 1; a penalty that abstains drops its subtrahend), W = sum of positive weights, W_A = positive
 weight abstained, phi = W_A / W, r = clip(numerator / (W - W_A), 0, 1) (VG-OPD's original: abstentions
 out of numerator and denominator), r~ = clip(numerator / W, 0, 1) (CASA's fixed denominator).  Before
 the clip r = r~ / (1 - phi) exactly.  The numbers come from
 ``coevo.rewards.formulas.criteria_scores``; this module adds the sets, the reasons and the arms.
 
-Arms (seed 001 §技术路线 三臂对照): A rewards r; B and C reward r~ (unknown -> 0).  A's r is undefined
+Arms (CASA proposal §method, three arms): A rewards r; B and C reward r~ (unknown -> 0).  A's r is undefined
 when every positive criterion of the axis abstained (W_A = W): the ledger keeps NaN and the reward used
 for the update is 0 (:func:`arm_reward`), a choice documented in docs/casa.md.
 """
@@ -80,7 +80,7 @@ class AxisScore:
 
 
 def score_axis(checks: Sequence[Check]) -> AxisScore:
-    """S(y), A(y), numerator, W, W_A, phi, r, r~ of the checks of ONE axis (seed 001 §推论一).
+    """S(y), A(y), numerator, W, W_A, phi, r, r~ of the checks of ONE axis (CASA proposal §corollary 1).
 
     ValueError when the checks span several axes or the axis has no positive-weight criterion."""
     axes = {c.axis for c in checks}

@@ -1,4 +1,4 @@
-"""The zero-abstention self-check (seed 001 §技术路线 三臂对照: "退化点是结构性的").
+"""The zero-abstention self-check (CASA proposal §method, three arms: "the degenerate point is structural").
 
 When A(y) is empty for every rollout of a group, the three arms are identical by construction:
 r = r~ (phi = 0), and the low-confidence channel of C has nothing to gate.  Any difference there is

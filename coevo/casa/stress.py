@@ -1,4 +1,4 @@
-"""Criterion-bank stress test (seed 001 §技术路线 "准则银行的证书式压力测试"; SPEC §3 item 7).
+"""Criterion-bank stress test (CASA proposal §method, "the certificate-style stress test of the criterion bank").
 
 For every positive-weight criterion of a bank, adversarial answers are built from the entry's reference by
 corrupting the part the criterion reads (``coevo.criteria.verifier.locate``):
@@ -28,7 +28,7 @@ defined recomputation (numeric_unit, integer, sympy_equiv, sandbox_py in recompu
 replaced by an **independent recomputation in the sandbox** (``coevo.verify.sandbox``: its own unit table,
 exact fractions, no pint / sympy), and disagreements with the construction label are counted.
 ``value_as_expr`` keeps its construction label: its fault (no set-up) is one a value recomputation cannot
-see, which is the point of the family (seed 001: rubric and oracle sharing one certificate).
+see, which is the point of the family (CASA proposal: rubric and oracle sharing one certificate).
 
 Each answer is scored by the criterion's own verifier (``coevo.criteria.scoring.CriteriaScorer``, no
 abstention channels).  A **break** is an answer whose truth is "fail" but which the verifier passes; the
@@ -59,7 +59,7 @@ CONTROLS = ("sci_notation", "no_space")
 LABEL_ONLY = ("value_as_expr",)  # families whose label a value recomputation must not override
 DETERMINISTIC_KINDS = ("numeric_unit", "sympy_equiv", "sandbox_py", "rule", "integer")
 JUDGE_KINDS = ("llm_judge", "sim_judge")
-REFERENCE = (0.08, 0.26)  # ImpossibleRubrics' break-rate range (seed 001 P4)
+REFERENCE = (0.08, 0.26)  # ImpossibleRubrics' break-rate range (CASA proposal §prediction P4)
 SWAP_UNIT = {"mm": "cm", "cm": "mm", "m": "km", "km": "m", "s": "min", "min": "s", "h": "min", "g": "kg", "kg": "g"}
 _PART = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
 

@@ -1,17 +1,17 @@
-"""CrossFit folds (seed 004 §二.3, SPEC §4): which auxiliary solver scores which question.
+"""CrossFit folds (False Frontiers §2.3): which auxiliary solver scores which question.
 
 The corpus is split by source id into two folds A and B; one auxiliary solver per fold
 (roles ``aux_a``, ``aux_b``) trains only on its fold's accepted questions and, with
 ``retrieve_in_fold``, retrieves only from its fold's sources; a fold-A question is scored
-by the fold-B auxiliary solver and vice versa.  The fold *strategy* is the seed's ablation
-(§二.4, fixed question-bank replay):
+by the fold-B auxiliary solver and vice versa.  The fold *strategy* is False Frontiers' ablation
+(§2.4, fixed question-bank replay):
 
 - ``source-id`` (the method): questions fold by their source's fold; the scorer is the other
   fold's solver and never retrieves the question's source;
 - ``random-question``: questions fold by a hash of their id (no source isolation: the scorer
   may have trained on, and retrieves from, the question's source);
 - ``same-source``: questions fold by source, but the scorer is the *same* fold's solver
-  (no isolation at all: the seed's "auxiliary solver with the question's source").
+  (no isolation at all: False Frontiers' "auxiliary solver with the question's source").
 
 Everything here is a pure function of ids and a seed, so the loop and the ablation
 (``coevo.recipes.crossfit_ablation``) assign folds identically.
@@ -34,9 +34,9 @@ AUX_ROLES = ("aux_a", "aux_b")  # the auxiliary solver of fold 0 (A) and fold 1 
 
 class CrossFitConfig(Strict):
     fold_strategy: Literal["same-source", "random-question", "source-id"] = Field(
-        "source-id", description="how questions are split into folds and who scores them (seed 004 §二.4)")
+        "source-id", description="how questions are split into folds and who scores them (False Frontiers §2.4)")
     outside: Literal["zero", "extrapolate"] = Field(
-        "zero", description="f(k) at k = 0 and k = 5 (the seed leaves it open): zero = 0 (k = 0 / k = 5 value "
+        "zero", description="f(k) at k = 0 and k = 5 (False Frontiers leaves it open): zero = 0 (k = 0 / k = 5 value "
                             "0, default), extrapolate = the line (5 - k)/4 (1.25 / 0)")
     retrieve_in_fold: bool = Field(True, description="auxiliary solvers retrieve only from their fold's sources "
                                                      "(source-id and same-source strategies)")

@@ -1,4 +1,4 @@
-"""``coevo experiment crossfit-ablation``: the seed's fixed question-bank replay (seed 004 §二.4).
+"""``coevo experiment crossfit-ablation``: False Frontiers' fixed question-bank replay (False Frontiers §2.4).
 
 Per seed: the proposer writes one bank of questions with draft answers on the facts world
 (once); then, for each fold strategy (``same-source``, ``random-question``, ``source-id``;

@@ -1,4 +1,4 @@
-"""Dr. Zero, MSV and CrossFit on a corpus world with sources (seed 004, SPEC §4).
+"""Dr. Zero, MSV and CrossFit on a corpus world with sources (Dr. Zero; False Frontiers §2).
 
 One loop, three recipe names (``RECIPES``): ``drzero``, ``crossfit``, ``msv+crossfit``.
 Per round: ``proposer_steps`` proposer steps, then (CrossFit) ``crossfit.aux_steps``
@@ -49,7 +49,7 @@ from coevo.worlds.base import ParseResult, role_sampling
 
 
 class DrZeroConfig(Strict):
-    rounds: int = Field(3, ge=1, description="seed 004: 3 rounds")
+    rounds: int = Field(3, ge=1, description="False Frontiers: 3 rounds")
     proposer_steps: int = Field(2, ge=0, description="proposer GRPO steps per round (paper: 18)")
     solver_steps: int = Field(3, ge=0, description="main-solver GRPO steps per round (paper: 25)")
     prompts: int = Field(16, ge=1, description="proposer prompts per step, one sample each (Dr. Zero group 1)")
@@ -64,7 +64,7 @@ class DrZeroConfig(Strict):
     msv_source_aware: int = Field(3, ge=1, description="MSV source-aware answers per question")
     msv_blind: int = Field(3, ge=1, description="MSV source-blind answers per question")
     advantage_variant: Literal["paper", "code"] = Field(
-        "paper", description="hop-bucket advantages: paper = population std (SPEC §4); code = Dr. Zero's "
+        "paper", description="hop-bucket advantages: paper = population std (False Frontiers §2.3); code = Dr. Zero's "
                              "grpo_batch (unbiased std, a bucket of one: mean 0, std 1)")
 
 

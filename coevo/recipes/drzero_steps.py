@@ -24,7 +24,7 @@ MSV_REASONS = ("msv-no-source-answer", "msv-no-blind-answer", "msv-disagree")  #
 
 # ---------------------------------------------------------------------- rewards
 def proposer_reward(format_score, k, n: int = 5, format_weight: float = 0.5, outside: str = "zero") -> np.ndarray:
-    """Proposer reward = format_weight x format score + f(k) (seed 004 §二.3).
+    """Proposer reward = format_weight x format score + f(k) (False Frontiers §2.3).
 
     With the defaults (weight 0.5, f = 0 at k = 0 / k = n) this is Dr. Zero's reward,
     ``coevo.rewards.drzero.drzero_proposer_reward`` (its ``reward_function.py``: ``final = 0.5 *
@@ -45,7 +45,7 @@ def proposer_reward(format_score, k, n: int = 5, format_weight: float = 0.5, out
 
 def hop_advantages(rewards: Sequence[float], hops: Sequence[int], variant: str = "paper") -> np.ndarray:
     """Dr. Zero's advantages, standardised within hop buckets (``coevo.rewards.drzero.hrpo_advantages``:
-    ``paper`` = population std, SPEC §4; ``code`` = Dr. Zero's ``grpo_batch``)."""
+    ``paper`` = population std, False Frontiers §2.3; ``code`` = Dr. Zero's ``grpo_batch``)."""
     return np.asarray(hrpo_advantages(np.asarray(rewards, dtype=float), np.asarray(hops), variant), dtype=float)
 
 

@@ -1,4 +1,4 @@
-"""Config sections of the SynCo / RGBC recipes (``synco``, ``rgbc``; seed 000, SPEC §2, docs/rgbc.md)."""
+"""Config sections of the SynCo / RGBC recipes (``synco``, ``rgbc``; SynCo, RGBC proposal, docs/rgbc.md)."""
 from __future__ import annotations
 
 from typing import Literal
@@ -11,7 +11,7 @@ __all__ = ["SynCoConfig", "RGBCConfig"]
 
 
 class SynCoConfig(Strict):
-    """SynCo loop counts and validator/consensus settings (seed 000; shared by recipes synco and rgbc).
+    """SynCo loop counts and validator/consensus settings (SynCo appendix B.2, C.3; shared by recipes synco and rgbc).
 
     Defaults are CPU-sized; the paper constants (32 tasks per step, K = 4) are in presets/paper.yaml.
     """
@@ -54,7 +54,7 @@ class SynCoConfig(Strict):
 
 
 class RGBCConfig(Strict):
-    """RGBC options (seed 000 §核心思路); counts come from the synco section."""
+    """RGBC options (RGBC proposal §core idea); counts come from the synco section."""
     arm: Literal["synco", "mu_tilde", "full"] = Field("full", description="synco = T(mu_1); mu_tilde = T(mu~) no "
                                                       "kappa discount; full = T(mu~) omega(kappa), confirm after update")
     omega0: float = Field(0.2, ge=0, le=1, description="omega(kappa = 0)")
@@ -77,7 +77,7 @@ class RGBCConfig(Strict):
                             "(arm full); off")
     reward_shape: Literal["T", "adv_hat"] = Field(
         "T", description="the Synthesizer's teachability term: SynCo's T(mu), or the continuous advantage magnitude "
-                         "adv_hat = n/(n-1) mu (1-mu) over the n rollouts behind mu (K arm, seed 000 note 6)")
+                         "adv_hat = n/(n-1) mu (1-mu) over the n rollouts behind mu (K arm, RGBC proposal §limitation 6)")
     k_budget_ref: int | None = Field(
         None, ge=1, description="budget matching of the K arm: tasks per step become tasks_per_step * k_budget_ref / K "
                                 "(down to a multiple of synth_group), so screen rollouts per step equal K = "

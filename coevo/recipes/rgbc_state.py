@@ -1,5 +1,5 @@
 """Typed per-task state of a SynCo/RGBC step (``coevo.recipes.rgbc``): one ``Candidate`` per
-Synthesizer output, one ``TaskState`` per accepted task (seed 000, SPEC §2)."""
+Synthesizer output, one ``TaskState`` per accepted task (SynCo; RGBC proposal)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -1,4 +1,4 @@
-"""R-Zero (seed 002, SPEC §1): a Challenger and a Solver co-evolve from zero data.
+"""R-Zero (R-Zero §2.1–§2.4, §3.1): a Challenger and a Solver co-evolve from zero data.
 
 Per round: ``challenger_steps`` Challenger GRPO steps (uncertainty reward minus the
 BLEU-cluster repetition penalty, format gate), one dataset step (N candidates × m

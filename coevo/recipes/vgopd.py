@@ -1,4 +1,4 @@
-"""VG-OPD (SPEC §3, seed 001): verifier-gated multi-expert on-policy distillation, with CASA's arms A/B/C.
+"""VG-OPD (CASA proposal §background): verifier-gated multi-expert on-policy distillation, with CASA's arms A/B/C.
 
 Roles: ``student`` (trainable) and one frozen expert teacher per shipped ``coevo/assets/criteria_expert_*.pt``
 (role ``expert_<name>``).  Each step, for ``prompts`` training prompts of the criteria world:

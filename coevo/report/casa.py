@@ -1,4 +1,4 @@
-"""CASA report sections (seed 001): phi by axis stratified by r~, the inflation r / r~, rank reversals per
+"""CASA report sections (CASA proposal): phi by axis stratified by r~, the inflation r / r~, rank reversals per
 step, licensing rates per axis and the three probes.  Each ``(ledger, run_id, run_dir) -> HTML`` reads the
 ledger tables ``criterion_scores``, ``casa_gates`` and ``probes``; "" when the run has none of that data.
 Registry refs: ``coevo.report.casa:section`` (all five) or the single ``*_section`` functions.
@@ -44,7 +44,7 @@ def phi_section(led: Ledger, run_id: str, run_dir: Path) -> str:
     ax.set_ylabel("mean phi = W_A / W")
     ax.legend(fontsize=7)
     ax.set_title("Abstention share phi by axis, stratified by r~")
-    return figure_html(png_data_uri(fig), "phi by axis, stratified by r~ (seed 001 §推论一)")
+    return figure_html(png_data_uri(fig), "phi by axis, stratified by r~ (CASA proposal §corollary 1)")
 
 
 def inflation_section(led: Ledger, run_id: str, run_dir: Path) -> str:
@@ -67,7 +67,7 @@ def inflation_section(led: Ledger, run_id: str, run_dir: Path) -> str:
 
 
 def reversal_section(led: Ledger, run_id: str, run_dir: Path) -> str:
-    """Rank reversals per step inside each (step, prompt, group, axis): exact count and the seed's approximation."""
+    """Rank reversals per step inside each (step, prompt, group, axis): exact count and the CASA proposal's approximation."""
     sc = _scores(led, run_id)
     if sc is None:
         return ""
@@ -88,7 +88,7 @@ def reversal_section(led: Ledger, run_id: str, run_dir: Path) -> str:
     ax.set_ylabel("reversed pairs")
     ax.legend(fontsize=7)
     ax.set_title("Rank reversals inside groups")
-    return figure_html(png_data_uri(fig), "rank reversals per step (seed 001 §推论二)")
+    return figure_html(png_data_uri(fig), "rank reversals per step (CASA proposal §corollary 2)")
 
 
 def licensing_section(led: Ledger, run_id: str, run_dir: Path) -> str:

@@ -1,4 +1,4 @@
-"""Report section of the Dr. Zero / CrossFit / MSV+CrossFit recipes (seed 004): per round, the
+"""Report section of the Dr. Zero / CrossFit / MSV+CrossFit recipes (False Frontiers): per round, the
 false-agreement mass FF (oracle; the auditor model's too when the run has one), pseudo-label
 accuracy, the proposer reward and the hop mix of the proposals.  Everything is read from the
 steps' metrics in the ledger (``coevo.ledger.views.step_metrics``), which the recipe computed
@@ -89,10 +89,10 @@ def _fmt(e) -> str:
 
 
 def section(led, run_id: str, run_dir: Path) -> str:
-    """The seed-004 section: a table of the round instruments and the four plots."""
+    """The False Frontiers section: a table of the round instruments and the four plots."""
     series = round_series(views.step_metrics(led, run_id))
     if not series:
-        return "<h2>Co-cheating audit (seed 004)</h2><p class=note>no completed round yet.</p>"
+        return "<h2>Co-cheating audit (False Frontiers)</h2><p class=note>no completed round yet.</p>"
     rows = []
     for r, s in series.items():
         pr = s["proposer_reward"]
@@ -108,4 +108,4 @@ def section(led, run_id: str, run_dir: Path) -> str:
     note = ("<p>FF: share of the round's accepted (question, label) pairs where the scoring solvers' majority "
             "answer equals the label and the oracle rejects it (<code>coevo.audit.false_agreement</code>); "
             "the label is the proposer's draft, or the MSV consensus that replaced it.</p>")
-    return f"<h2>Co-cheating audit (seed 004): {html.escape(run_id)}</h2>{note}{table}{fig}"
+    return f"<h2>Co-cheating audit (False Frontiers): {html.escape(run_id)}</h2>{note}{table}{fig}"

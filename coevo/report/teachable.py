@@ -1,4 +1,4 @@
-"""Teachable-quality report of a SynCo / RGBC run (seed 000 §预期成果; docs/rgbc.md walks through it).
+"""Teachable-quality report of a SynCo / RGBC run (RGBC proposal §predictions; docs/rgbc.md walks through it).
 
 Per training step: the instruments kappa-bar, nu-bar and l-bar with intervals (coevo.audit),
 and beside each the oracle truth of the arithmetic world (audit-only: true pass rates from many
@@ -205,7 +205,7 @@ def section(led, run_id: str, run_dir: Path) -> str:
                  ["flag", "flagged", "wrong refs (oracle)", "both", "precision", "recall"])
     arm = html.escape(str(nums["arm"]))
     lag_null = _lag_null_html(led, run_id)
-    return f"""<h2>Teachable-quality report (seed 000) · arm {arm}</h2>
+    return f"""<h2>Teachable-quality report (RGBC proposal) · arm {arm}</h2>
 <p class=note>Instruments come from the rollouts the run drew; the <b>true</b> columns come from the world's oracle
 and from {html.escape(str(nums['budget']['audit_oracle']))} extra audit samples that no reward sees (an audit-only cost).
 kappa-bar = share of screen-bearing tasks whose confirm group is mixed again (frontier 0.68-0.875, pure noise

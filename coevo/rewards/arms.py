@@ -1,4 +1,4 @@
-"""The Synthesizer's reward under each RGBC arm (seed 000 §核心思路, SPEC §2), as one pure
+"""The Synthesizer's reward under each RGBC arm (RGBC proposal §core idea), as one pure
 function of the per-task facts the recipe measured.
 
 Arms: ``synco`` r = G_q G_r T(mu_1) (SynCo); ``mu_tilde`` r = G_q G_r T(mu~) with mu~ over the

@@ -3,14 +3,14 @@
 Every function accepts a Python scalar or a numpy array and returns the same shape
 (a Python ``float`` for scalar input). Sources:
 
-* seed 000 §背景与动机 (SynCo appendix B.2, eqs. 23–25): ``teachability``, ``quality_gate``,
+* RGBC proposal §background (SynCo appendix B.2, eqs. 23–25): ``teachability``, ``quality_gate``,
   ``synco_reward``;
-* seed 000 §核心思路 (RGBC): ``rgbc_reward``, ``advantage_magnitude``;
-* seed 002 (R-Zero): ``uncertainty_reward``, ``challenger_reward``, ``keep_for_solver``;
-* seed 004 §二.3 (CrossFit): ``crossfit_reward``;
-* seed 001 §核心思路 推论一 (CASA): ``criteria_scores``.
+* RGBC proposal §core idea (RGBC): ``rgbc_reward``, ``advantage_magnitude``;
+* R-Zero: ``uncertainty_reward``, ``challenger_reward``, ``keep_for_solver``;
+* False Frontiers §2.3 (CrossFit): ``crossfit_reward``;
+* CASA proposal §corollary 1 (CASA): ``criteria_scores``.
 
-See docs/formulas.md for the table of formulas and the seed arithmetic we re-checked.
+See docs/formulas.md for the table of formulas and the published arithmetic we re-checked.
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def _check_unit(a: np.ndarray, name: str) -> None:
 def teachability(mu):
     """SynCo teachability T(mu) = 2 mu if mu <= 0.5 else 2 (1 - mu).
 
-    seed 000 §背景与动机 (SynCo appendix B.2, eq. 25). With K = 4 rollouts mu is in
+    RGBC proposal §background (SynCo appendix B.2, eq. 25). With K = 4 rollouts mu is in
     {0, .25, .5, .75, 1}, so T takes only the three values {0, .5, 1}.
     """
     a, s = _arr(mu)
@@ -57,7 +57,7 @@ def teachability(mu):
 def quality_gate(v):
     """SynCo gate G(v) = clip((v - 0.5) / 0.5, 0, 1).
 
-    seed 000 §背景与动机 (SynCo appendix B.2, eq. 24): scores below 0.5 are zeroed.
+    RGBC proposal §background (SynCo appendix B.2, eq. 24): scores below 0.5 are zeroed.
     """
     a, s = _arr(v)
     return _out(np.clip((a - 0.5) / 0.5, 0.0, 1.0), s)
@@ -66,7 +66,7 @@ def quality_gate(v):
 def synco_reward(quality, reliability, mu):
     """SynCo synthesizer reward r_S = G(quality) * G(reliability) * T(mu).
 
-    seed 000 §背景与动机 (SynCo appendix B.2, eq. 23).
+    RGBC proposal §background (SynCo appendix B.2, eq. 23).
     """
     return quality_gate(quality) * quality_gate(reliability) * teachability(mu)
 
@@ -74,7 +74,7 @@ def synco_reward(quality, reliability, mu):
 def rgbc_reward(mu_tilde, kappa, omega0: float = 0.2):
     """RGBC reward T~ = T(mu~) * omega(kappa), omega(1) = 1, omega(0) = omega0.
 
-    seed 000 §核心思路 (合并估计与连续优势幅度). ``mu_tilde`` is the pass rate merged over
+    RGBC proposal §core idea (merged estimate and continuous advantage magnitude). ``mu_tilde`` is the pass rate merged over
     the screen and confirm groups (2K rollouts); ``kappa`` = 1[0 < mu_confirm < 1].
     ``kappa=None`` means "no confirm group" and applies no discount, so with
     ``omega0 = 1`` (or no confirm group) the reward reduces exactly to SynCo's T(mu).
@@ -93,7 +93,7 @@ def rgbc_reward(mu_tilde, kappa, omega0: float = 0.2):
 def advantage_magnitude(mu_tilde, n: int):
     """Continuous advantage magnitude adv = n / (n - 1) * mu~ (1 - mu~), n = 2K rollouts.
 
-    seed 000 §核心思路: the unbiased within-group variance of a Bernoulli group, to which
+    RGBC proposal §core idea: the unbiased within-group variance of a Bernoulli group, to which
     the GRPO advantage magnitude is proportional.
     """
     if n < 2:
@@ -106,7 +106,7 @@ def advantage_magnitude(mu_tilde, n: int):
 def uncertainty_reward(p_hat, variant: str = "paper"):
     """R-Zero challenger uncertainty reward.
 
-    seed 002 (R-Zero) / SPEC §1. ``variant="paper"`` (default): r_unc = 1 - 2|p_hat - 1/2|;
+    R-Zero §2.2. ``variant="paper"`` (default): r_unc = 1 - 2|p_hat - 1/2|;
     ``variant="reference"``: min(p_hat, 1 - p_hat), the formula of the reference code.
     The two differ by exactly a factor of 2 (paper = 2 * reference), which changes the
     balance against the repetition penalty lambda * |C| / B.
@@ -125,7 +125,7 @@ def uncertainty_reward(p_hat, variant: str = "paper"):
 def challenger_reward(p_hat, r_rep, variant: str = "paper"):
     """R-Zero challenger reward r = max(0, r_unc - r_rep).
 
-    seed 002 (R-Zero) / SPEC §1; ``variant`` as in :func:`uncertainty_reward`. A malformed
+    R-Zero §2.2; ``variant`` as in :func:`uncertainty_reward`. A malformed
     challenger output (no ``<question>``) gets 0 before this is computed.
     """
     u = np.asarray(uncertainty_reward(p_hat, variant))
@@ -152,7 +152,7 @@ def keep_in_band(p_hat, low: float = 0.3, high: float = 0.8):
 def keep_for_solver(p_hat, delta: float = 0.25):
     """R-Zero solver-dataset filter: keep iff |p_hat - 1/2| <= delta.
 
-    seed 002 (R-Zero) / SPEC §1: with m = 10 answers and delta = 0.25 this keeps
+    R-Zero §2.3, §3.1: with m = 10 answers and delta = 0.25 this keeps
     3..7 of 10 agreeing with the majority. A 1e-9 tolerance absorbs float error.
     """
     a, s = _arr(p_hat)
@@ -163,8 +163,8 @@ def keep_for_solver(p_hat, delta: float = 0.25):
 def crossfit_reward(k, n: int = 5, outside: str = "zero"):
     """CrossFit proposer reward f(k) = (n - k) / (n - 1) for 0 < k < n.
 
-    seed 004 §二.3: f(k) = (5 - k)/4 over n = 5 auxiliary answers, k of which match the
-    proposer's answer. The seed does not define k = 0 or k = n: ``outside="zero"``
+    False Frontiers §2.3: f(k) = (5 - k)/4 over n = 5 auxiliary answers, k of which match the
+    proposer's answer. False Frontiers does not define k = 0 or k = n: ``outside="zero"``
     (default) gives 0 there; ``outside="extrapolate"`` applies the same line
     (f(0) = n/(n-1) = 1.25, f(n) = 0).
     """
@@ -195,7 +195,7 @@ def _is_unknown(v: Any) -> bool:
 def criteria_scores(weights: Sequence[float], verdicts: Sequence[Any]) -> Dict[str, float]:
     """CASA criterion accounting for one (prompt, axis, answer).
 
-    seed 001 §核心思路 推论一 (VG-OPD axis reward and CASA's fixed denominator).
+    CASA proposal §corollary 1 (VG-OPD axis reward and CASA's fixed denominator).
     ``verdicts`` holds 1, 0 or unknown (None / NaN / "unknown") per criterion.
 
     * numerator = sum_j w_j V_j over scored criteria (a penalty w_j < 0 subtracts when V_j = 1);

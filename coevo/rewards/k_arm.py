@@ -1,4 +1,4 @@
-"""K as an arm (seed 000 §局限性 六 / note 6): the group size K = 4, 8, 16 with the continuous advantage
+"""K as an arm (RGBC proposal §limitation 6): the group size K = 4, 8, 16 with the continuous advantage
 magnitude adv_hat as the Synthesizer's teachability term, budget-matched against K = 4.
 
 * ``adv_hat_reward``: r_S = G(v_q) G(v_r) adv_hat(mu, n) omega(kappa), the RGBC reward with SynCo's
@@ -20,7 +20,7 @@ def adv_hat_reward(quality: float, reliability: float, mu: float, n: int, kappa:
                    omega0: float = 0.2) -> float:
     """r_S = G(v_q) G(v_r) adv_hat(mu, n) omega(kappa), omega(1) = 1, omega(0) = omega0, omega(None) = 1.
 
-    seed 000 §核心思路 (合并估计与连续优势幅度) and §局限性 六 (K as an arm with adv_hat)."""
+    RGBC proposal §core idea (merged estimate and continuous advantage magnitude) and §limitation 6 (K as an arm with adv_hat)."""
     if not 0.0 <= omega0 <= 1.0:
         raise ValueError("omega0 must lie in [0, 1]")
     w = 1.0 if kappa is None or kappa == 1 else omega0

@@ -1,6 +1,6 @@
-"""R-Zero repetition penalty: cluster a batch of questions by pairwise BLEU (SPEC §1).
+"""R-Zero repetition penalty: cluster a batch of questions by pairwise BLEU (R-Zero §2.2).
 
-Seed 002 (R-Zero), SPEC §1: the questions of one batch are clustered agglomeratively
+R-Zero §2.2 and §3.1: the questions of one batch are clustered agglomeratively
 with distance ``1 - BLEU`` and threshold ``tau_BLEU = 0.5``; a question in cluster C
 gets ``r_rep = lambda * |C| / B`` where B is the whole batch (ANCHORS: the rollout
 batch, 512 prompts x 4 = 2,048 questions, not one GRPO group).
@@ -279,7 +279,7 @@ def repetition_penalty(
     linkage: str = "average",
     direction: str = "symmetric",
 ) -> np.ndarray:
-    """r_rep(i) = lam * |C(i)| / B, B = len(questions) (SPEC §1; R-Zero: lam = 1)."""
+    """r_rep(i) = lam * |C(i)| / B, B = len(questions) (R-Zero §2.2; R-Zero's code: lam = 1)."""
     return lam * cluster_share(bleu_clusters(questions, threshold, linkage, direction))
 
 

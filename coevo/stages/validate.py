@@ -1,4 +1,4 @@
-"""SynCo's validator rho_t and consensus check (seed 000 §背景与动机, SPEC §2).
+"""SynCo's validator rho_t and consensus check (SynCo appendix B.2 and §3.2, as the RGBC proposal §background describes them).
 
 Arithmetic world (``synthesis_style = "steps"``) below; free-form worlds (math) in
 ``validate_freeform``: same five checks, the world's own schema/well-posed/legality verdicts,
