@@ -15,7 +15,7 @@ from coevo.cli_common import API_KEY_ENV_HELP, UserError, console, emit_json, fa
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Self-evolving proposer-solver training with honest reward accounting.")
 bench_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Benchmarks (print JSON ratios).")
-reanalyze_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Re-derive a seed's published analysis.")
+reanalyze_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Re-derive a design proposal's analysis of published numbers (see docs/references.md).")
 doubt_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Human check of the reference-in-doubt bucket.")
 app.add_typer(bench_app, name="bench")
 app.add_typer(reanalyze_app, name="reanalyze")
@@ -103,7 +103,7 @@ def report(run_dir: Path = typer.Argument(..., help="Run directory.")):
 def audit(
     run_dirs: List[Path] = typer.Argument(..., help="One or more run directories."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
-    predictions: bool = typer.Option(False, "--predictions", help="Evaluate the seeds' predictions (000: P1-P6; 001/CASA: P1-P4)."),
+    predictions: bool = typer.Option(False, "--predictions", help="Evaluate the design proposals' predictions (RGBC: P1-P6; CASA: P1-P4)."),
     stress: Optional[Path] = typer.Option(None, "--stress", help="`coevo stress` JSON for CASA's P4 (break rates)."),
 ):
     """Instruments over a run's ledger: bearing rate, kappa, nu, lag, pseudo-label accuracy, FF, phi, ..."""
@@ -127,7 +127,7 @@ def audit(
 
 @reanalyze_app.command("synco")
 def reanalyze_synco(as_json: bool = typer.Option(False, "--json")):
-    """Re-derive seed 000's analysis of SynCo's published numbers."""
+    """Re-derive the RGBC proposal's analysis of SynCo's published numbers."""
     from coevo.audit.reanalyze import print_reanalysis, reanalyze_synco as _re
 
     result = _re()

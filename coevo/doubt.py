@@ -1,4 +1,4 @@
-"""Human check of the reference-in-doubt bucket (seed 000 §技术路线 第二步; docs/rgbc.md).
+"""Human check of the reference-in-doubt bucket (RGBC proposal §method step 2; docs/rgbc.md).
 
 ``export``: a blind sample for human labelling. It mixes the bucket (nu = 0 and a stable mode) with
 control tasks from the rest of nu's domain, in random order, each row showing the question and the

@@ -1,4 +1,4 @@
-"""Audit statistics, null model and instruments against hand-computed values (seed 000 §2)."""
+"""Audit statistics, null model and instruments against hand-computed values (RGBC proposal §background, §core idea, §limitation 2)."""
 import math
 
 import numpy as np
@@ -32,7 +32,7 @@ def test_bearing_probability():
 def test_null_model_shares_seed_examples():
     assert pct(null_model_shares(0.6494, 0.98, 0.0334)) == [59.9, 9.5, 30.6]
     assert pct(null_model_shares(0.524, 0.9001, 0.0787)) == [34.4, 31.3, 34.3]
-    # seed 000's pre-correction parameters: 0.033 -> all-wrong 30.7 (as it says);
+    # the RGBC proposal's pre-correction parameters: 0.033 -> all-wrong 30.7 (as it says);
     # 0.079 -> bearing 31.3, not the 31.4 it says (31.4 needs p_hi = 0.90 as well)
     assert pct(null_model_shares(0.6494, 0.98, 0.033))[2] == 30.7
     assert pct(null_model_shares(0.524, 0.9001, 0.079))[1] == 31.3

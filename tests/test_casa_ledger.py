@@ -1,4 +1,4 @@
-"""CASA on ledger data (seed 001): rows into a DuckDB ledger, the instruments, the report, P1-P4.
+"""CASA on ledger data (CASA proposal): rows into a DuckDB ledger, the instruments, the report, P1-P4.
 
 Synthetic groups only (verdict arrays drawn with numpy): three run directories, one per arm, with the
 same verdicts, so the arms differ only in their accounting."""

@@ -1,4 +1,4 @@
-"""CASA pure functions (seed 001): scoring, arms, gating, gated-KL, rank-reversal conditions. Hand-computed."""
+"""CASA pure functions (CASA proposal): scoring, arms, gating, gated-KL, rank-reversal conditions. Hand-computed."""
 from __future__ import annotations
 
 import math

@@ -1,4 +1,4 @@
-"""CASA config (no silent discount default) and the zero-abstention self-check (seed 001 §技术路线)."""
+"""CASA config (no silent discount default) and the zero-abstention self-check (CASA proposal §method)."""
 from __future__ import annotations
 
 import pytest

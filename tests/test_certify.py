@@ -55,7 +55,7 @@ def test_certificate_agrees_with_simulate(pool):
 
 
 def test_bimodal_pool_is_reproduced_by_the_null_model_and_p1_holds():
-    """Seed 000's two-point pool (w = .524, p = .9001 / .0787): the null-model fit reproduces the
+    """The RGBC proposal's two-point pool (w = .524, p = .9001 / .0787): the null-model fit reproduces the
     screen triple within sampling error, and kappa-bar lands under P1's 0.45 line."""
     n, k = 4000, 4
     rng = np.random.default_rng(0)

@@ -1,4 +1,4 @@
-"""The real CLI in subprocesses for the seed-004 recipes on the facts world with the shipped
+"""The real CLI in subprocesses for the False Frontiers recipes on the facts world with the shipped
 tiny search agents (coevo/assets/facts_*.pt): a minimal ``coevo run --recipe drzero`` (default
 suite), the three recipes and the fold ablation with tiny budgets (slow)."""
 import json

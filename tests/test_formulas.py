@@ -1,4 +1,4 @@
-"""Reward formulas against hand-computed values (seed 000, 001, 002, 004)."""
+"""Reward formulas against hand-computed values (RGBC proposal, CASA proposal, R-Zero, False Frontiers)."""
 import math
 
 import numpy as np

@@ -1,7 +1,7 @@
 """Dr. Zero proposer reward, hop-bucket advantages and MSV acceptance (coevo.rewards.drzero), hand-computed.
 
 Values from facebookresearch/drzero verl/custom_reward/reward_function.py (see the module docstring)
-and seed 004 §二.2-§二.3."""
+and False Frontiers §2.2–§2.3."""
 import math
 import re
 

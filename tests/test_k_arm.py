@@ -1,4 +1,4 @@
-"""K as an arm (issue 13 item 3, seed 000 note 6): adv_hat as the Synthesizer's teachability term,
+"""K as an arm (issue 13 item 3, RGBC proposal §limitation 6): adv_hat as the Synthesizer's teachability term,
 budget matching against K = 4 (hand-computed values), and the recipe on scripted policies."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 000's predictions P1-P6 on hand-written ledgers (hand-computed values) and the verdict rule."""
+"""The RGBC proposal's predictions P1-P6 on hand-written ledgers (hand-computed values) and the verdict rule."""
 import json
 from pathlib import Path
 

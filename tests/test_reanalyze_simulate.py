@@ -65,7 +65,7 @@ def test_simulate_decision_lines():
     assert b["kappa_bar"]["value"] <= 0.35 and b["truth"]["kappa_bar"] <= 0.35
     assert b["verdict"] == "extreme-p noise" and b["truth"]["mid_band_share"] == 0.0
     n = simulate_pool("nullmodel", k=4, n_tasks=4000, seed=0, n_boot=200)
-    # seed 000's first-bucket fit: single-shot bearing ~31.3%, kappa-bar ~0.316
+    # the RGBC proposal's first-bucket fit: single-shot bearing ~31.3%, kappa-bar ~0.316
     assert abs(n["bearing_rate"]["value"] - 0.313) < 4 * n["bearing_rate"]["se"]
     assert abs(n["kappa_bar"]["value"] - 0.3163) < 4 * n["kappa_bar"]["se"]
     assert n["truth"]["kappa_bar"] == pytest.approx(0.3163, abs=0.01)

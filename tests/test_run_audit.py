@@ -82,7 +82,7 @@ def write_rzero_ledger(run_dir: Path, seed=0) -> Path:
 
 
 def test_null_fit_error_reproduces_seed_bucket_and_bounds_unreachable():
-    # seed 000: w = .6494, p = .98/.0334 -> 59.9 / 9.5 / 30.6 % (reproduced to the 0.1 point)
+    # RGBC proposal §background: w = .6494, p = .98/.0334 -> 59.9 / 9.5 / 30.6 % (reproduced to the 0.1 point)
     assert null_fit_error([0.599, 0.095, 0.306], 4)["error"] < 0.001
     # bearing 96% exceeds the two-point maximum m_4(1/2) = 0.875: best error is 0.96 - 0.875 = 0.085
     assert null_fit_error([0.02, 0.96, 0.02], 4)["error"] == pytest.approx(0.085, abs=1e-3)

@@ -1,5 +1,5 @@
-"""`coevo casa predictions RUN... [--stress FILE]`: seed 001's CASA-P1..P4 alone, with the stress JSON
-of `coevo stress` for P4 (`coevo audit --predictions` evaluates the same rows next to seed 000's, reading
+"""`coevo casa predictions RUN... [--stress FILE]`: the CASA proposal's CASA-P1..P4 alone, with the stress JSON
+of `coevo stress` for P4 (`coevo audit --predictions` evaluates the same rows next to the RGBC proposal's, reading
 a run directory's stress.json for P4)."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from coevo.cli_common import emit_json, fail
 
 
 def register(apps: dict) -> None:
-    casa_app = typer.Typer(help="CASA (seed 001): criterion-set accounting of criteria runs.", no_args_is_help=True)
+    casa_app = typer.Typer(help="CASA (CASA proposal): criterion-set accounting of criteria runs.", no_args_is_help=True)
     apps["main"].add_typer(casa_app, name="casa")
 
     @casa_app.command("predictions")

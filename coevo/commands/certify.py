@@ -1,4 +1,4 @@
-"""`coevo certify`: the zero-training certificate of a frozen model on a task pool (seed 000 step 1)."""
+"""`coevo certify`: the zero-training certificate of a frozen model on a task pool (RGBC proposal §method step 1)."""
 from __future__ import annotations
 
 from pathlib import Path

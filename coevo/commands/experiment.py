@@ -1,6 +1,6 @@
 """``coevo experiment ...``: experiments that span several runs.
 
-``coevo experiment crossfit-ablation`` — seed 004 §二.4, the fixed question-bank replay of the
+``coevo experiment crossfit-ablation`` — False Frontiers §2.4, the fixed question-bank replay of the
 CrossFit fold strategies (``coevo.recipes.crossfit_ablation``), with the arms' cost.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``coevo stress BANK [--json] [--out FILE]``: the criterion-bank stress test (seed 001, SPEC §3 item 7).
+"""``coevo stress BANK [--json] [--out FILE]``: the criterion-bank stress test (CASA proposal §method, criterion-bank stress test).
 
 Adversarial answers per criterion, scored by each verifier kind, deterministic kinds recomputed
 independently in the sandbox; break rate per verifier kind with Wilson 95 % intervals.  The JSON written
@@ -38,7 +38,7 @@ def print_stress(res: dict) -> None:
     from rich.console import Console
 
     Console(width=140).print(t)
-    print(f"reference (ImpossibleRubrics, seed 001 P4): {_fmt(res['reference'][0])}-{_fmt(res['reference'][1])}; "
+    print(f"reference (ImpossibleRubrics, CASA proposal §prediction P4): {_fmt(res['reference'][0])}-{_fmt(res['reference'][1])}; "
           f"skipped penalty criteria: {res['skipped_penalties']}")
     for b in res["break_examples"]:
         print(f"  break: {b['entry']}/{b['criterion']} ({b['kind']}, {b['family']}): {b['answer']!r}")

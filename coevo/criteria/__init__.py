@@ -1,4 +1,4 @@
-"""Criteria banks (SPEC §3, seed 001): the bank format, the criterion verifier and scoring
+"""Criteria banks (VG-OPD; CASA proposal): the bank format, the criterion verifier and scoring
 through the run verifier, derive-then-verify construction.
 
 Public API:

@@ -1,4 +1,4 @@
-"""Derive-then-verify construction of a criteria bank (seed 001, 技术路线; VG-OPD's rule).
+"""Derive-then-verify construction of a criteria bank (CASA proposal §background, third channel; VG-OPD's rule).
 
 An annotator policy solves each prompt.  Only when its final answer passes the endpoint
 check do its intermediate checkpoints become criteria; every candidate that does not make

@@ -39,7 +39,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
               ("correct", "DOUBLE")],
     "probes": [("run_id", "VARCHAR"), ("step", "BIGINT"), ("probe_id", "VARCHAR"), ("kind", "VARCHAR"),
                ("verifier_kind", "VARCHAR"), ("value", "INTEGER"), ("reason", "VARCHAR")],
-    # CASA (seed 001): one row per (rollout, axis) scoring: S(y), A(y) + reasons, r, r~, phi, the arm's reward
+    # CASA (CASA proposal): one row per (rollout, axis) scoring: S(y), A(y) + reasons, r, r~, phi, the arm's reward
     # and the rollout's licences on that axis (coevo.casa.rows)
     "criterion_scores": [("run_id", "VARCHAR"), ("step", "BIGINT"), ("rollout_id", "VARCHAR"), ("task_id", "VARCHAR"),
                          ("group_idx", "BIGINT"), ("arm", "VARCHAR"), ("axis", "VARCHAR"), ("reward", "DOUBLE"),
@@ -53,7 +53,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
     "casa_gates": [("run_id", "VARCHAR"), ("step", "BIGINT"), ("rollout_id", "VARCHAR"), ("task_id", "VARCHAR"),
                    ("axis", "VARCHAR"), ("criterion_id", "VARCHAR"), ("expert", "VARCHAR"), ("channel", "VARCHAR"),
                    ("weight", "DOUBLE"), ("raw_weight", "DOUBLE"), ("verifier_kind", "VARCHAR"), ("recheck", "INTEGER")],
-    # per-task statistics of screen/confirm recipes (SynCo, RGBC; SPEC §2). NULL = not defined / not measured.
+    # per-task statistics of screen/confirm recipes (SynCo, RGBC; RGBC proposal §core idea). NULL = not defined / not measured.
     "task_stats": [("run_id", "VARCHAR"), ("task_id", "VARCHAR"), ("round", "BIGINT"), ("step", "BIGINT"),
                    ("arm", "VARCHAR"), ("validator_ok", "BOOLEAN"), ("consensus_ok", "BOOLEAN"),
                    ("k_screen", "BIGINT"), ("mu_screen", "DOUBLE"), ("k_confirm", "BIGINT"), ("mu_confirm", "DOUBLE"),

@@ -1,6 +1,6 @@
 """Verdict cache keyed by (verifier kind + version, prompt version, criterion id, answer hash).
 
-SPEC §3: judge calls are cached by (judge version, prompt version, criterion id,
+VG-OPD (as the CASA proposal §core idea quotes it): judge calls are cached by (judge version, prompt version, criterion id,
 answer hash) and one cached verdict serves every rollout that produced the same
 answer; a re-score of a run replays cached verdicts instead of re-calling the judge.
 

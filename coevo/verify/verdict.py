@@ -2,7 +2,7 @@
 
 ``value`` is 1 (pass), 0 (fail) or ``None`` (abstain).  An abstention is data, not an
 exception: it always carries a non-empty ``reason`` (see ``REASONS``), because CASA
-(SPEC §3) needs to know which criteria left the denominator and why.
+(CASA proposal §core idea) needs to know which criteria left the denominator and why.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Criteria world (SPEC §3, seed 001): multi-step unit problems with per-criterion truth.
+"""Criteria world (VG-OPD; CASA proposal): multi-step unit problems with per-criterion truth.
 
 Each prompt (``coevo.worlds.criteria_gen.Problem``) is a bank entry
 (``coevo.criteria.bank.BankEntry``, ``world.entry(task)``) with eight criteria over four
@@ -256,7 +256,7 @@ class CriteriaWorld:
                               judge_options=self.judge)
 
     def probe_answers(self, task: Task, other: Task) -> dict[str, str]:
-        """Probe answers for ``task`` (seed 001's per-step baseline): its own reference
+        """Probe answers for ``task`` (the CASA proposal's per-step baseline): its own reference
         solution, the reference solution of another prompt, and a vacuous template."""
         return {"own": self.entry(task).reference, "mismatched": self.entry(other).reference,
                 "vacuous": VACUOUS_ANSWER}

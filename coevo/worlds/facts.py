@@ -1,5 +1,5 @@
 """Facts world: a generated encyclopedia with an oracle, searched by a Search-R1 agent
-(issue #11, seed 004; the contract is /work/notes/FACTS_CONTRACT.md, docs/facts.md).
+(issue #11, False Frontiers; the contract is /work/notes/FACTS_CONTRACT.md, docs/facts.md).
 
 The proposer reads passages and writes a chain question (``relation_n of … of relation_1
 of entity``, 1–4 hops, hop counts 4:3:2:1 as Dr. Zero) with a draft answer; the solver

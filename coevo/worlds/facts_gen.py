@@ -1,5 +1,5 @@
 """The facts world's generator: a fictional encyclopedia with a true fact table, sources
-that state each fact (>= 2 sources per fact) and planted misreadings (issue #11, seed 004).
+that state each fact (>= 2 sources per fact) and planted misreadings (issue #11, False Frontiers).
 
 Entities are fictional people; relations are functional (every entity has exactly one
 value for every relation), so every chain ``relation_n of … of relation_1 of entity``

@@ -9,7 +9,7 @@
   search tags of the solver in place of ``<tool_call>`` / ``<tool_response>`` so both roles
   speak one protocol; the document is rendered as Dr. Zero does (``(Title: t)\\ntext``,
   ``process_train.py``).
-* Source-aware solver (MSV, seed 004): the solver instruction with the task's source
+* Source-aware solver (MSV, False Frontiers): the solver instruction with the task's source
   document shown before the question.
 
 Retrieved passages are rendered as Search-R1's ``_passages2string`` does

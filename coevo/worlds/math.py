@@ -1,4 +1,4 @@
-"""Math world: free-form competition-style questions and answers, no oracle (R-Zero, SPEC §1).
+"""Math world: free-form competition-style questions and answers, no oracle (R-Zero §2).
 
 * Proposer prompt: R-Zero's Challenger prompt, word for word from its code, with the
   difficulty line ("fewer than 30 % of advanced high-school students could solve it")
@@ -34,7 +34,7 @@
   extraction changes what counts as an answer; the run records the choice in
   ``prompt_version``.
 * No oracle: ``oracle`` returns None for generated questions, so pseudo-label accuracy
-  (SPEC §1) needs a judge or a reference set; ``eval_set`` is a small shipped reference
+  (R-Zero §4.4) needs a judge or a reference set; ``eval_set`` is a small shipped reference
   set (``coevo/data/eval_sample_math.jsonl``) used by ``coevo eval``.
 """
 from __future__ import annotations
@@ -85,7 +85,7 @@ FEWSHOT_SOLVER = (
     "Example:\nProblem: Tom has 5 apples and eats 2. How many apples are left?\n"
     "Solution: 5 - 2 = 3. The answer is \\boxed{{3}}.\n\nProblem: {q}"
 )
-# SynCo's Synthesizer (seed 000): question, reference solution, final answer (coevo.worlds.synthesis)
+# SynCo's Synthesizer (SynCo appendix B.2): question, reference solution, final answer (coevo.worlds.synthesis)
 SYNTH_INSTRUCTION = (
     "You are an expert competition-math problem setter. Write one new, self-contained math problem "
     "with a single final answer, a complete step-by-step reference solution, and the final answer. "

@@ -1,4 +1,4 @@
-"""The Synthesizer's output, parsed by a world (SynCo, seed 000; SPEC §2).
+"""The Synthesizer's output, parsed by a world (SynCo).
 
 A Synthesizer writes ``<question>Q</question><solution>S</solution><answer>A</answer>``.  A world
 that SynCo/RGBC can run in defines ``synthesizer_prompts(n, seed)`` and
