@@ -94,11 +94,12 @@ def test_search_r1_world_hooks():
     assert prompt.startswith("Answer the given question. You must conduct reasoning inside <think>")
     assert prompt.endswith("Question: who was a lobbyist for Genentech?\n") and search_r1_question("a?") == "a?"
     obs = w.run_tool(t, "<think>x</think>\n<search> Genentech lobbyist </search>")
-    assert obs.startswith("\n\n<information>Doc 1(Title: Evan Morris) ") and obs.endswith("</information>\n\n")
+    # the title is the corpus contents' first line, quotes kept, as Search-R1's _passages2string
+    assert obs.startswith("\n\n<information>Doc 1(Title: \"Evan Morris\") ") and obs.endswith("</information>\n\n")
     assert obs.count("Doc ") == 2 and w.queries == ["Genentech lobbyist"]
     assert w.run_tool(t, "<search>  </search>") == INVALID_ACTION
     t.meta["retrieve_sources"] = {"Horatio Hale"}
-    assert "(Title: Horatio Hale)" in w.run_tool(t, "<search> Genentech lobbyist </search>")
+    assert "(Title: \"Horatio Hale\")" in w.run_tool(t, "<search> Genentech lobbyist </search>")
     assert extract_answer("<answer> a </answer> then <answer>b</answer>") == "b" and extract_answer("none") is None
     assert w.tool_stops("solver") == ["</search>"] and w.response_format("solver").stop == ("</answer>",)
     assert w.equivalent("the evan morris", '["Evan Morris"]')

@@ -69,4 +69,4 @@ def test_top_k_indices_ties_and_inf():
 
 def test_format_passages_search_r1_style():
     ps = [Passage("a", "s", "x y", title="T"), Passage("b", "s", "z")]
-    assert format_passages(ps) == "Doc 1(Title: T) x y\nDoc 2 z"
+    assert format_passages(ps) == "Doc 1(Title: T) x y\nDoc 2 z\n"  # each entry ends in a newline, as Search-R1's

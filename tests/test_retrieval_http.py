@@ -68,7 +68,7 @@ def test_answer_request_default_topk(bm25):
 
 def test_search_r1_document_shapes():
     dense = passage_from_document({"id": "7", "contents": '"Paris"\nParis is the capital.'}, 1.5)
-    assert dense == Passage("7", "Paris", "Paris is the capital.", "Paris", 1.5)
+    assert dense == Passage("7", "Paris", "Paris is the capital.", "Paris", 1.5, '"Paris"\nParis is the capital.')
     bm = passage_from_document({"title": "Paris", "text": "Paris is.", "contents": '"Paris"\nParis is.'})
     assert bm.title == "Paris" and bm.source == "Paris" and bm.pid.startswith("sha1:")
     assert parse_result({"result": [[{"id": "1", "contents": '"T"\nx'}]]}, 1)[0][0].pid == "1"

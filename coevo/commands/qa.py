@@ -31,7 +31,7 @@ def make_retriever(corpus: Optional[Path], retriever_url: Optional[str], timeout
     from coevo.retrieval.corpus import load_corpus
 
     load = load_corpus(corpus or SHIPPED_CORPUS, source_field)
-    return BM25Retriever(load.passages), {"retriever": "bm25", "corpus": str(corpus or SHIPPED_CORPUS),
+    return BM25Retriever(load.passages, only_hits=True), {"retriever": "bm25", "corpus": str(corpus or SHIPPED_CORPUS),
                                           **load.summary(5)}
 
 

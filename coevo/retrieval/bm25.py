@@ -4,8 +4,11 @@
 scores each query with bm25s and takes the top k with a deterministic tie-break: equal scores
 rank by passage id (the index is built in pid order, so a stable sort on -score is the
 tie-break).  ``sources`` restricts the candidates to passages of those sources (CrossFit
-folds); the per-set mask is cached.  Passages with score 0 still fill the k slots (in pid
-order), as a dense retriever would always return k; excluded sources never appear."""
+folds); the per-set mask is cached.  By default passages with score 0 still fill the k slots
+(in pid order), as a dense retriever would always return k; ``only_hits=True`` returns only
+passages that share a term with the query (score > 0), as a Lucene BM25 index (Search-R1's
+pyserini server) does, so fewer than k come back when fewer match; Search-R1 mode (``coevo
+eval-qa``, ``coevo serve-retriever``) uses it.  Excluded sources never appear."""
 from __future__ import annotations
 
 import re
@@ -50,7 +53,7 @@ class BM25Retriever:
 
     def __init__(self, passages: Sequence[Passage], *, k1: float = 1.5, b: float = 0.75,
                  method: str = "lucene", stopwords: Collection[str] | None = None,
-                 index_title: bool = True):
+                 index_title: bool = True, only_hits: bool = False):
         import bm25s
 
         if not passages:
@@ -60,6 +63,7 @@ class BM25Retriever:
         if len(set(pids)) != len(pids):
             raise ValueError("passage ids must be unique")
         self.passages: list[Passage] = ps
+        self.only_hits = bool(only_hits)
         self.stopwords = default_stopwords() if stopwords is None else frozenset(stopwords)
         docs = [tokenize(f"{p.title} {p.text}" if index_title else p.text, self.stopwords) for p in ps]
         docs = [d if d else [""] for d in docs]
@@ -99,10 +103,12 @@ class BM25Retriever:
             s = self.scores(q)
             if mask is not None:
                 s = np.where(mask, s, -np.inf)
+            if self.only_hits:
+                s = np.where(s > 0, s, -np.inf)
             idx = top_k_indices(s, k)
             out.append([_with_score(self.passages[i], float(s[i])) for i in idx])
         return out
 
 
 def _with_score(p: Passage, score: float) -> Passage:
-    return Passage(pid=p.pid, source=p.source, text=p.text, title=p.title, score=round(score, 6))
+    return Passage(pid=p.pid, source=p.source, text=p.text, title=p.title, score=round(score, 6), contents=p.contents)

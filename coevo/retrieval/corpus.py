@@ -55,8 +55,9 @@ def parse_corpus_line(line: str, source_field: str = "title") -> Passage:
     pid = obj.get("id", obj.get("_id"))
     if pid is None or str(pid) == "":
         raise ValueError("no id")
-    if isinstance(obj.get("contents"), str):
-        title, text = split_contents(obj["contents"])
+    contents = obj.get("contents") if isinstance(obj.get("contents"), str) else None
+    if contents is not None:
+        title, text = split_contents(contents)
     elif isinstance(obj.get("text"), str):
         title, text = str(obj.get("title") or ""), obj["text"]
     else:
@@ -70,7 +71,7 @@ def parse_corpus_line(line: str, source_field: str = "title") -> Passage:
         if val is None:
             raise ValueError(f"no source field {source_field!r}")
         source = str(val)
-    return Passage(pid=str(pid), source=source, text=text, title=title)
+    return Passage(pid=str(pid), source=source, text=text, title=title, contents=contents)
 
 
 def iter_corpus(path: str | Path, source_field: str = "title", malformed: list | None = None,

@@ -47,7 +47,8 @@ def passage_from_document(doc: Any, score: float = 0.0) -> Passage:
     if not isinstance(doc, dict):
         raise ValueError(f"document is not an object ({type(doc).__name__})")
     contents = doc.get("contents")
-    if isinstance(contents, str):
+    given = isinstance(contents, str)  # Search-R1 renders the hit from this string alone (format_passages)
+    if given:
         title, text = split_contents(contents)
         title, text = str(doc.get("title", title)), str(doc.get("text", text))
     elif isinstance(doc.get("text"), str):
@@ -58,7 +59,7 @@ def passage_from_document(doc: Any, score: float = 0.0) -> Passage:
     pid = doc.get("id")
     pid = str(pid) if pid is not None else "sha1:" + hashlib.sha1(contents.encode()).hexdigest()[:16]
     return Passage(pid=pid, source=str(doc.get("source") or title or pid), text=text, title=title,
-                   score=float(score))
+                   score=float(score), contents=contents if given else None)
 
 
 def parse_result(payload: Any, n_queries: int) -> list[list[Passage]]:

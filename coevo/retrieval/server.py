@@ -23,7 +23,8 @@ MAX_BODY = 8 * 1024 * 1024
 
 def document(p: Passage) -> dict:
     """A Passage as a wiki-18 corpus row plus Search-R1 BM25's ``title`` / ``text`` fields."""
-    return {"id": p.pid, "contents": f'"{p.title}"\n{p.text}', "title": p.title, "text": p.text, "source": p.source}
+    contents = p.contents if p.contents is not None else f'"{p.title}"\n{p.text}'
+    return {"id": p.pid, "contents": contents, "title": p.title, "text": p.text, "source": p.source}
 
 
 def answer_request(retriever: Retriever, body: Any, default_topk: int = 3) -> dict:
@@ -131,7 +132,8 @@ def serve_corpus(corpus: str, host: str = "127.0.0.1", port: int = 8000, topk: i
     from coevo.retrieval.corpus import load_corpus
 
     load = load_corpus(corpus, source_field)
-    srv = RetrievalServer(BM25Retriever(load.passages), host, port, topk).start()
+    # only real hits, as Search-R1's pyserini BM25 server (fewer than topk when fewer passages match)
+    srv = RetrievalServer(BM25Retriever(load.passages, only_hits=True), host, port, topk).start()
     print(json.dumps({"url": srv.url + "/retrieve", **load.summary(3)}), flush=True)
     t0 = time.monotonic()
     try:
