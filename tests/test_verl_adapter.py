@@ -57,7 +57,7 @@ def test_solver_per_sample(tmp_path):
     assert [x["value"] for x in v] == [1, 1, 0, 0] and {x["target"] for x in v} == {"oracle"}
     assert v[3]["reason"] == "no-answer" and v[0]["verifier_kind"] == "math"
     r = led.query("SELECT DISTINCT task_id, purpose, answer FROM rollouts ORDER BY answer NULLS LAST")
-    assert {x["task_id"] for x in r} == {"openai/gsm8k:7"} and {x["purpose"] for x in r} == {"p_hat"}
+    assert {x["task_id"] for x in r} == {"openai/gsm8k:train:7"} and {x["purpose"] for x in r} == {"p_hat"}
     assert [x["answer"] for x in r] == ["16", "18", None]
     w = led.query("SELECT role, reward, advantage FROM rewards ORDER BY item_id")
     assert [x["reward"] for x in w] == [1.0, 1.0, 0.0, 0.0] and w[0]["advantage"] is None

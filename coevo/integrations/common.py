@@ -6,9 +6,11 @@ reward-loop workers), on several nodes. A DuckDB file has one writer, so each pr
 its *own* part: ``<COEVO_LEDGER>/parts/<host>-<pid>/ledger.duckdb``, a run directory whose
 ``run.lock`` (``coevo.runlock.RunLock``) the process holds from its first write until it exits.
 Within a process a mutex serialises the threads (verl's reward loop calls ``compute_score`` from
-an executor thread). Rows are buffered and written every ``flush_rows`` rows / ``flush_s``
-seconds, after every batched call, and at exit (a SIGKILLed process loses at most its buffer);
-each flush is one transaction, the file is opened and closed per flush. ``coevo import parts
+an executor thread). By default every call's rows are committed before the call returns
+(``flush_rows=1``): the part's DuckDB connection stays open, so a commit costs milliseconds, and
+a worker that verl's ``ray.shutdown()`` kills (no atexit) loses nothing, since DuckDB replays
+the committed write-ahead log when the part is next opened. ``flush_rows=N`` / ``flush_s``
+buffer instead (at exit, or lost with a killed worker). ``coevo import parts
 <COEVO_LEDGER> --out RUN`` merges the parts into one run (it refuses a part whose writer is alive).
 """
 from __future__ import annotations
@@ -90,7 +92,7 @@ def build_verifier(kind: str = "math", options: Optional[dict] = None, workers: 
 class PartWriter:
     """This process's ledger part under ``root`` (see the module docstring)."""
 
-    def __init__(self, root: Path, recipe: str = "verl-adapter", flush_rows: int = 2048,
+    def __init__(self, root: Path, recipe: str = "verl-adapter", flush_rows: int = 1,
                  flush_s: float = 30.0) -> None:
         self.part = f"{socket.gethostname()}-{os.getpid()}"
         self.dir = Path(root) / "parts" / self.part
@@ -102,14 +104,11 @@ class PartWriter:
         self.flush_rows, self.flush_s = int(flush_rows), float(flush_s)
         self.buf: dict[str, list[dict]] = {}
         self.n_buf, self.last = 0, time.monotonic()
-        led = Ledger(self.path)
-        try:
-            if not led.query("SELECT run_id FROM runs"):
-                led.append("runs", [{"run_id": self.part, "created_at": time.time(), "recipe": recipe,
-                                     "world": "verl", "seed": None, "config_yaml": None,
-                                     "coevo_version": _version()}])
-        finally:
-            led.close()
+        self.led = Ledger(self.path)  # open for the process's life: a commit is then ~4 ms, not ~200 ms
+        if not self.led.query("SELECT run_id FROM runs"):
+            self.led.append("runs", [{"run_id": self.part, "created_at": time.time(), "recipe": recipe,
+                                      "world": "verl", "seed": None, "config_yaml": None,
+                                      "coevo_version": _version()}])
 
     def next_id(self) -> str:
         with self.mutex:
@@ -119,7 +118,7 @@ class PartWriter:
     def write(self, rows: dict[str, list[dict]], flush: bool = False) -> int:
         """Buffer ``{table: rows}`` (every row gets this part's run_id); the buffer is appended in one
         transaction when ``flush``, when it holds ``flush_rows`` rows, ``flush_s`` seconds after the
-        last flush, and at exit. (Opening the DuckDB file costs ~0.2 s: once per sample is too slow.)"""
+        last flush, and at exit (``flush_rows=1``, the default: every call is committed)."""
         n = 0
         with self.mutex:
             for table, rs in rows.items():
@@ -136,18 +135,15 @@ class PartWriter:
 
     def _flush(self) -> None:
         if self.n_buf:
-            led = Ledger(self.path)
+            led = self.led
+            led.con.execute("BEGIN TRANSACTION")
             try:
-                led.con.execute("BEGIN TRANSACTION")
-                try:
-                    for table, rs in self.buf.items():
-                        led.append(table, rs)
-                    led.con.execute("COMMIT")
-                except BaseException:
-                    led.con.execute("ROLLBACK")
-                    raise
-            finally:
-                led.close()
+                for table, rs in self.buf.items():
+                    led.append(table, rs)
+                led.con.execute("COMMIT")
+            except BaseException:
+                led.con.execute("ROLLBACK")
+                raise
         self.buf, self.n_buf, self.last = {}, 0, time.monotonic()
 
     def close(self) -> None:
@@ -156,6 +152,7 @@ class PartWriter:
             try:
                 self._flush()
             finally:
+                self.led.close()
                 self.lock.release()
 
 
@@ -163,7 +160,7 @@ _PARTS: dict = {}
 _PLOCK = threading.Lock()
 
 
-def part_writer(root: str | Path, flush_rows: int = 2048, flush_s: float = 30.0) -> PartWriter:
+def part_writer(root: str | Path, flush_rows: int = 1, flush_s: float = 30.0) -> PartWriter:
     """The writer of this process (a forked child gets its own part); the flush settings of
     the first call stay."""
     key = (str(Path(root).resolve()), os.getpid())

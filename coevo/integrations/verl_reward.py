@@ -46,28 +46,44 @@ def _writer(ledger: Optional[str], kw: dict):
     root = ledger or os.environ.get(LEDGER_ENV)
     if not root:
         return None
-    return part_writer(Path(root), int(kw.get("flush_rows", 2048)), float(kw.get("flush_s", 30.0)))
+    return part_writer(Path(root), int(kw.get("flush_rows", 1)), float(kw.get("flush_s", 30.0)))
+
+
+STEP_KEYS = ("global_steps", "global_step", "step", "max_global_steps", "min_global_steps")
+
+
+def step_of(extra: Optional[dict], step: Optional[int], fallback: int) -> tuple[int, str]:
+    """The training step of a row and where it came from: the ``step`` kwarg; ``extra_info``'s
+    ``global_steps`` (coevo's verl reward manager copies it there from the reward loop's input,
+    where verl's v1 agent loop puts the batch's step), ``global_step``, ``step``, then
+    ``max_global_steps`` / ``min_global_steps`` (the policy versions verl's tool agent loop
+    records in the sample's extra fields, which the naive manager merges into ``extra_info``);
+    ``$COEVO_STEP``; else ``fallback`` (0 per sample, the batched functions' call number),
+    with the source ``"none"`` written on the row."""
+    cands = [("kwarg", step)] + [(f"extra_info.{k}", (extra or {}).get(k)) for k in STEP_KEYS] + \
+        [(f"${STEP_ENV}", os.environ.get(STEP_ENV))]
+    for src, v in cands:
+        if v is not None:
+            try:
+                return int(v), src
+            except (TypeError, ValueError):
+                continue
+    return fallback, "none"
 
 
 def _step(extra: Optional[dict], step: Optional[int], fallback: int) -> int:
-    """The training step of a row: ``step`` kwarg, ``extra_info['global_step' | 'step']``, ``$COEVO_STEP``,
-    else ``fallback`` (0 per sample; the batched functions' call number in this process)."""
-    for v in (step, (extra or {}).get("global_step"), (extra or {}).get("step"), os.environ.get(STEP_ENV)):
-        if v is not None:
-            try:
-                return int(v)
-            except (TypeError, ValueError):
-                continue
-    return fallback
+    return step_of(extra, step, fallback)[0]
 
 
 def _task_id(data_source: Any, extra: dict, ground_truth: Any) -> str:
-    """``data_source:index`` (verl's preprocessing writes ``extra_info.index``), else a hash of the
-    question, else of the ground truth (the samples of one prompt share it)."""
+    """``data_source:split:index`` (verl's preprocessing writes ``extra_info.split`` and ``.index``:
+    train row 0 and test row 0 are two tasks; without a split, ``data_source:index``), else a
+    hash of the question, else of the ground truth (the samples of one prompt share it)."""
+    split = f"{extra['split']}:" if extra.get("split") not in (None, "") else ""
     if extra.get("index") is not None:
-        return f"{data_source}:{extra['index']}"
+        return f"{data_source}:{split}{extra['index']}"
     key = extra.get("question") or ground_truth or ""
-    return f"{data_source}:q{hashlib.sha1(str(key).encode()).hexdigest()[:12]}"
+    return f"{data_source}:{split}q{hashlib.sha1(str(key).encode()).hexdigest()[:12]}"
 
 
 def _verifier(kw: dict):
@@ -117,14 +133,15 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, *, l
     score = float(v.value) if v.value is not None else float(abstain_score)
     w = _writer(ledger, kwargs)
     if w is not None:
-        s = _step(extra, step, 0)
+        s, s_from = step_of(extra, step, 0)
         tid = _task_id(data_source, extra, ref)
         rid = w.next_id()
         purpose = "p_hat" if target == "oracle" else "train"
         rows = {"tasks": [task_row_of(w.part, 1, s, tid, "verl", extra.get("question"), ref, prompt_version="verl",
                                       parse_ok=True, oracle_answer=ref if target == "oracle" else oracle,
                                       pseudo_label=ref if target == "pseudo_label" else None,
-                                      meta_json=dumps({"data_source": str(data_source)}))],
+                                      meta_json=dumps({"data_source": str(data_source), "step_from": s_from,
+                                                       "split": extra.get("split")}))],
                 "rollouts": [rollout_row_of(w.part, 1, s, rid, tid, "solver", purpose, 0, solution_str, answer, VERSION)],
                 "verdicts": [verdict_row_of(w.part, s, rid, tid, target, v)]
                 + [verdict_row_of(w.part, s, rid, tid, "oracle", x) for x in verdicts[1:]],
