@@ -1,0 +1,124 @@
+"""The experiment's HTML report: the claims table (estimate, 95 % interval, MDE, paper value,
+verdict), one plot per claim (estimate with its interval, the per-seed values, the zero line, the
+paper's value), the extra tables and the timing.  Self-contained: plots are base64 PNGs."""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from pathlib import Path
+from typing import Optional
+
+__all__ = ["write_report", "render_html", "claim_plot", "fmt"]
+
+CSS = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
+       "table{border-collapse:collapse;margin:1em 0;font-size:14px}td,th{border:1px solid #ccc;padding:4px 8px;"
+       "text-align:left}th{background:#f4f4f4}figure{display:inline-block;margin:1em}.reproduced{color:#1a7f37}"
+       ".refuted{color:#b42318}.inconclusive{color:#9a6700}")
+
+
+def fmt(v: Optional[float], scale: float = 1.0, unit: str = "") -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "-"
+    return f"{v * scale:+.3g}{unit}" if unit in ("", " pt") else f"{v * scale:.3g}{unit}"
+
+
+def _png(fig) -> str:
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def claim_plot(row: dict) -> str:
+    """One claim: the estimate with its 95 % interval, the per-seed values, zero and the paper's value."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    k = row.get("scale") or 1.0
+    fig, ax = plt.subplots(figsize=(5.2, 1.9))
+    est, lo, hi = (row.get(x) for x in ("estimate", "ci_low", "ci_high"))
+    if est is not None:
+        if lo is not None and hi is not None:
+            ax.errorbar([est * k], [0], xerr=[[est * k - lo * k], [hi * k - est * k]], fmt="o", color="#1f4e79",
+                        capsize=6, label="estimate, 95 % CI")
+        else:
+            ax.plot([est * k], [0], "o", color="#1f4e79", label="estimate (no interval)")
+    seeds = [v * k for v in (row.get("per_seed") or {}).values() if v is not None]
+    if seeds:
+        ax.plot(seeds, [0.25] * len(seeds), "x", color="#777", label="per seed")
+    if row.get("direction"):
+        ax.axvline(0.0, color="black", lw=1, label="zero")
+    if row.get("paper_value") is not None:
+        ax.axvline(row["paper_value"] * k, color="#b42318", ls="--", lw=1.2, label="paper")
+    ax.set_yticks([])
+    ax.set_ylim(-0.6, 0.6)
+    ax.set_xlabel(f"{row.get('statistic', '')}{' (' + row['unit'].strip() + ')' if row.get('unit') else ''}"[:90])
+    ax.set_title(f"{row['name']}: {row.get('verdict', '')}", fontsize=10)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return _png(fig)
+
+
+def _table(head, rows) -> str:
+    h = "".join(f"<th>{html.escape(str(x))}</th>" for x in head)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in r) + "</tr>" for r in rows)
+    return f"<table><tr>{h}</tr>{body}</table>"
+
+
+def _claims_table(claims) -> str:
+    head = ["claim", "statistic", "estimate", "95% CI", "MDE (80% power)", "paper", "verdict", "n", "method"]
+    rows = []
+    for c in claims:
+        k, u = c.get("scale") or 1.0, c.get("unit") or ""
+        ci = f"[{fmt(c.get('ci_low'), k, u)}, {fmt(c.get('ci_high'), k, u)}]" if c.get("ci_low") is not None else "-"
+        rows.append([c["name"], c.get("statistic", ""), fmt(c.get("estimate"), k, u), ci,
+                     fmt(c.get("mde"), k, u).lstrip("+"), fmt(c.get("paper_value"), k, u),
+                     c.get("verdict", ""), c.get("n", ""), c.get("method", "")])
+    return _table(head, rows)
+
+
+def render_html(result: dict) -> str:
+    """The whole page as a string."""
+    e = html.escape
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{e(result['experiment'])}</title>"
+             f"<style>{CSS}</style></head><body>",
+             f"<h1>Experiment {e(result['experiment'])}</h1><p>{e(result.get('description', ''))}</p>",
+             f"<p>budget <b>{e(result.get('budget', ''))}</b> {e(result.get('budget_note', ''))}; "
+             f"seeds {e(str(result.get('seeds')))}; complete: {result.get('complete')}</p>"]
+    if result.get("failed"):
+        parts.append("<h2>Failed runs</h2>" + _table(["run", "error"], [[f["run"], f["error"]] for f in result["failed"]]))
+    parts.append("<h2>Claims</h2>" + _claims_table(result.get("claims", [])))
+    parts.append("<ul>" + "".join(f"<li><b>{e(c['name'])}</b>: {e(c.get('statement', ''))}"
+                                  f"{' — ' + e(c['paper_note']) if c.get('paper_note') else ''}"
+                                  f"{' — ' + e(c['why']) if c.get('why') else ''}"
+                                  f" <span class='{e(c.get('verdict', ''))}'>{e(c.get('verdict', ''))}</span></li>"
+                                  for c in result.get("claims", [])) + "</ul>")
+    parts.append("<h2>Plots</h2>")
+    for c in result.get("claims", []):
+        if c.get("estimate") is not None:
+            cap = f"{c['name']}: estimate, 95 % interval, zero and the paper's value"
+            parts.append(f"<figure><img alt='{e(cap)}' src='{claim_plot(c)}'/><figcaption>{e(cap)}</figcaption></figure>")
+    for title, t in (result.get("tables") or {}).items():
+        parts.append(f"<h2>{e(title)}</h2>" + _table(t["head"], t["rows"]))
+    tm = result.get("timing")
+    if tm:
+        share = tm.get("model_compute_share_of_run_wall")
+        parts.append("<h2>Timing</h2>" + _table(["wall s", "runs wall s", "runs CPU s", "model compute / run wall"],
+                                                [[f"{tm['wall_s']:.1f}", f"{tm['runs_wall_s']:.1f}",
+                                                  f"{tm['runs_cpu_s']:.1f}",
+                                                  "-" if share is None else f"{100 * share:.1f}%"]]))
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_report(result: dict, path: Path) -> Path:
+    path = Path(path)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(render_html(result))
+    tmp.replace(path)
+    return path

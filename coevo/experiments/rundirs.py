@@ -1,0 +1,133 @@
+"""One run directory of an experiment: its state (new / unfinished / finished), the ``coevo run``
+command that moves it on, the child process that runs it (wall and CPU seconds), and what the
+analysis reads back (summary.json without wall times; per-stage seconds from the ledger).
+
+Used the same way by the local executor (a thread per running child) and by a Ray task on
+another node (the task decides fresh vs resume from the directory itself, so a retried task
+resumes what its predecessor left)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import List, Optional
+
+__all__ = ["run_state", "run_command", "run_child", "read_summary", "stage_seconds", "steps_done",
+           "WALL_KEYS", "LOG_NAME"]
+
+WALL_KEYS = ("wall_seconds",)  # summary.json fields that differ from run to run of the same config
+LOG_NAME = "experiment-run.log"  # the child's stdout+stderr, next to the run directory (not inside it)
+
+
+def read_summary(run_dir: Path) -> Optional[dict]:
+    """summary.json, or None when absent or unreadable (a kill mid-write)."""
+    try:
+        d = json.loads((Path(run_dir) / "summary.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return d if isinstance(d, dict) else None
+
+
+def run_state(run_dir: Path) -> str:
+    """``finished`` (summary.json readable: the runner writes it after the last step), ``unfinished``
+    (config.yaml present: resume), or ``new``."""
+    d = Path(run_dir)
+    if read_summary(d) is not None:
+        return "finished"
+    if (d / "config.yaml").is_file():
+        return "unfinished"
+    return "new"
+
+
+def run_command(run_dir: Path, run_args: List[str], python: Optional[str] = None) -> List[str]:
+    """``python -m coevo run --out DIR -q ARGS`` for a new run, ``--resume DIR -q`` for an
+    unfinished one, [] for a finished one."""
+    state = run_state(run_dir)
+    py = [python or sys.executable, "-m", "coevo", "run"]
+    if state == "finished":
+        return []
+    if state == "unfinished":
+        return [*py, "--resume", str(run_dir), "-q"]
+    return [*py, "--out", str(run_dir), "-q", *run_args]
+
+
+def _cpu_of(ru) -> float:
+    return float(ru.ru_utime + ru.ru_stime)
+
+
+def run_child(run_dir: Path, run_args: List[str], log: Path, env: Optional[dict] = None) -> dict:
+    """Run (or resume) one run to its end as a child process in this process group (a kill -9 of
+    the group takes it along).  Returns ``{"rc", "wall_s", "cpu_s", "error", "command"}``;
+    ``cpu_s`` is the child's and its waited-for children's user + system seconds (wait4)."""
+    cmd = run_command(run_dir, run_args)
+    if not cmd:
+        return {"rc": 0, "wall_s": 0.0, "cpu_s": 0.0, "error": None, "command": "reused"}
+    Path(log).parent.mkdir(parents=True, exist_ok=True)
+    e = dict(os.environ if env is None else env, PYTHONUNBUFFERED="1", COLUMNS="200")
+    t0 = time.perf_counter()
+    with open(log, "ab") as out:
+        out.write(f"$ {' '.join(cmd)}\n".encode())
+        out.flush()
+        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=e)
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)  # reaped here: tell Popen
+    wall = time.perf_counter() - t0
+    err = None if p.returncode == 0 and run_state(run_dir) == "finished" else _last_error(log, p.returncode)
+    return {"rc": p.returncode if err is None else (p.returncode or 1), "wall_s": wall, "cpu_s": _cpu_of(ru),
+            "error": err, "command": "resume" if "--resume" in cmd else "run"}
+
+
+def _last_error(log: Path, rc: int) -> str:
+    """The child's one-line error (``error: ...``), else its last non-empty line, else the exit code."""
+    try:
+        lines = [ln.strip() for ln in Path(log).read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        lines = []
+    for ln in reversed(lines):
+        if ln.startswith("error:"):
+            return ln[len("error:"):].strip()
+    tail = lines[-1] if lines and not lines[-1].startswith("$ ") else ""
+    return tail or (f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}")
+
+
+def steps_done(run_dir: Path) -> int:
+    """Steps the run has committed, from its newest state file (the ledger is locked by its
+    writer); -1 when none yet."""
+    d = Path(run_dir) / "state"
+    best = -1
+    try:
+        for f in d.iterdir():
+            parts = f.name.split("-")
+            if f.suffix == ".pt" and len(parts) == 2 and parts[1][:-3].isdigit():
+                best = max(best, int(parts[1][:-3]))
+    except OSError:
+        pass
+    return best
+
+
+def stage_seconds(run_dir: Path) -> dict:
+    """Per-stage seconds summed over the run's steps (ledger ``steps.stage_seconds_json``),
+    with ``model_compute`` (overlapping) and ``total``; {} when the ledger cannot be read."""
+    try:
+        import duckdb
+
+        con = duckdb.connect(str(Path(run_dir) / "ledger.duckdb"), read_only=True)
+        try:
+            rows = con.execute("SELECT stage_seconds_json FROM steps").fetchall()
+        finally:
+            con.close()
+    except Exception:  # noqa: BLE001 - timings are informative only; never fail the experiment
+        return {}
+    tot: dict = {}
+    for (js,) in rows:
+        for k, v in (json.loads(js) if js else {}).items():
+            tot[k] = tot.get(k, 0.0) + float(v)
+    return tot
+
+
+def clean_summary(summary: dict) -> dict:
+    """summary.json without the fields that differ between two runs of one config."""
+    return {k: v for k, v in summary.items() if k not in WALL_KEYS}

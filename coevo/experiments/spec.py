@@ -1,0 +1,185 @@
+"""What an experiment declares: a grid of runs (arms x seeds), the resources of each run, the
+claims its analysis tests, and optional extra tables.
+
+An experiment never runs anything itself: ``coevo.experiments.engine`` turns the grid into run
+directories (each a normal, deterministic ``coevo run``), then hands the finished runs to the
+claims (``coevo.experiments.claims``).  Nothing here knows a recipe or a role: an arm is a
+preset plus ``--set`` overrides, exactly what a user would type.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+__all__ = ["Arm", "Resources", "RunSpec", "Runs", "Experiment", "resources_for", "GPU_BACKENDS"]
+
+GPU_BACKENDS = ("hf", "openai")  # presets on these backends get a GPU per run on a Ray cluster
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What one run asks the scheduler for (a Ray task's ``num_cpus`` / ``num_gpus``)."""
+
+    cpus: float = 1.0
+    gpus: float = 0.0
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm: a preset (name or YAML path) and ``--set`` overrides (``key=value``)."""
+
+    name: str
+    preset: str = "cpu"
+    overrides: Tuple[str, ...] = ()
+    resources: Optional[Resources] = None  # None: resources_for(preset)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One cell of the grid: an arm at a seed, with the budget's overrides applied."""
+
+    arm: str
+    seed: int
+    preset: str
+    overrides: Tuple[str, ...]
+    resources: Resources
+
+    @property
+    def name(self) -> str:
+        return f"{self.arm}-s{self.seed}"
+
+    def run_args(self) -> List[str]:
+        """``coevo run`` arguments after ``--out DIR -q`` (seed last: it wins)."""
+        args = ["--preset", self.preset]
+        for o in self.overrides:
+            args += ["--set", o]
+        return args + ["--set", f"seed={self.seed}"]
+
+
+def _preset_backend(preset: str) -> str:
+    """The ``backend.kind`` a preset declares (``tiny`` when it names none or cannot be read)."""
+    import yaml
+
+    path = Path(preset)
+    if not path.suffix:
+        from coevo.config import PRESET_DIR  # public name of the config module; read lazily
+
+        path = Path(PRESET_DIR) / f"{preset}.yaml"
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return "tiny"
+    return str((data.get("backend") or {}).get("kind", "tiny"))
+
+
+def resources_for(preset: str, overrides: Sequence[str] = ()) -> Resources:
+    """One CPU per run; one GPU as well when the run's backend is hf or openai (from the preset,
+    or a ``backend.kind=...`` override)."""
+    kind = _preset_backend(preset)
+    for o in overrides:
+        if o.startswith("backend.kind="):
+            kind = o.split("=", 1)[1].strip().strip("'\"")
+    return Resources(cpus=1.0, gpus=1.0 if kind in GPU_BACKENDS else 0.0)
+
+
+class Runs:
+    """The finished runs handed to the claims: ``summary(arm, seed)`` (summary.json, wall times
+    dropped) and ``run_dir(arm, seed)`` (for a claim that reads the ledger)."""
+
+    def __init__(self, summaries: Dict[Tuple[str, int], dict], dirs: Dict[Tuple[str, int], Path]):
+        self._s, self._d = summaries, dirs
+
+    @property
+    def arms(self) -> List[str]:
+        return sorted({a for a, _ in self._s})
+
+    def seeds(self, arm: str) -> List[int]:
+        return sorted(s for a, s in self._s if a == arm)
+
+    def summary(self, arm: str, seed: int) -> dict:
+        return self._s[(arm, seed)]
+
+    def run_dir(self, arm: str, seed: int) -> Path:
+        return self._d[(arm, seed)]
+
+    def per_seed(self, arm: str, metric: Callable[[dict], Optional[float]]) -> Dict[int, float]:
+        """``{seed: metric(summary)}`` over the arm's finished runs (None / missing values left out)."""
+        out = {}
+        for s in self.seeds(arm):
+            try:
+                v = metric(self.summary(arm, s))
+            except (KeyError, IndexError, TypeError):
+                v = None
+            if v is not None:
+                out[s] = float(v)
+        return out
+
+
+@dataclass
+class Experiment:
+    """An experiment: ``arms`` x seeds ``first_seed .. first_seed + seeds - 1``, run at a budget
+    (``budgets[name]``: overrides added to every arm; ``"default"`` must exist), then ``claims``
+    (``coevo.experiments.claims.Claim``) evaluated on the finished runs, and ``tables``
+    (optional: ``fn(runs) -> {title: {"head": [...], "rows": [[...]]}}``) for the report.
+    ``seeds_for``: the default seed count per budget (else ``seeds``)."""
+
+    name: str
+    description: str
+    arms: List[Arm]
+    claims: List[Any]
+    seeds: int = 3
+    first_seed: int = 0
+    budgets: Dict[str, Tuple[str, ...]] = field(default_factory=lambda: {"default": ()})
+    seeds_for: Dict[str, int] = field(default_factory=dict)
+    tables: Optional[Callable[[Runs], Dict[str, dict]]] = None
+    notes: Dict[str, str] = field(default_factory=dict)  # per budget: what it changes, in words
+
+    def check(self) -> None:
+        names = [a.name for a in self.arms]
+        if not names or len(set(names)) != len(names):
+            raise ValueError(f"experiment {self.name}: arm names must be unique and non-empty: {names}")
+        if "default" not in self.budgets:
+            raise ValueError(f"experiment {self.name}: needs a 'default' budget")
+
+    def grid(self, budget: str = "default", seeds: Optional[int] = None) -> List[RunSpec]:
+        """The runs, seed-major (every arm of seed 0, then of seed 1, ...): a partial experiment
+        already pairs arms by seed."""
+        self.check()
+        if budget not in self.budgets:
+            raise ValueError(f"unknown budget {budget!r} for {self.name}; known: {', '.join(self.budgets)}")
+        n = self.seeds_for.get(budget, self.seeds) if seeds is None else int(seeds)
+        if n < 1:
+            raise ValueError("--seeds must be >= 1")
+        out = []
+        for seed in range(self.first_seed, self.first_seed + n):
+            for a in self.arms:
+                ov = tuple(a.overrides) + tuple(self.budgets[budget])
+                res = a.resources or resources_for(a.preset, ov)
+                if not any(o.startswith("backend.threads=") for o in ov):  # torch threads = the CPUs asked
+                    ov += (f"backend.threads={max(1, int(res.cpus))}",)  # for: same in every executor
+                out.append(RunSpec(a.name, seed, a.preset, ov, res))
+        return out
+
+    def manifest(self, budget: str, grid: List[RunSpec]) -> dict:
+        """What the output directory records, so a rerun with another grid is refused."""
+        return {"experiment": self.name, "budget": budget,
+                "runs": {r.name: r.run_args() for r in grid}}
+
+
+def manifest_conflict(old: dict, new: dict) -> Optional[str]:
+    """Why a directory's manifest forbids reusing its runs for ``new`` (None: compatible)."""
+    if old.get("experiment") != new["experiment"]:
+        return f"it holds experiment {old.get('experiment')!r}"
+    for name, args in new["runs"].items():
+        if name in old.get("runs", {}) and old["runs"][name] != args:
+            return f"its run {name} was made with other arguments ({' '.join(old['runs'][name])})"
+    return None
+
+
+def read_manifest(path: Path) -> Optional[dict]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
