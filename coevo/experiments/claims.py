@@ -75,7 +75,7 @@ def seed_interval(values: Sequence[float]) -> dict:
     est = float(x.mean())
     if n < 2:
         return {"estimate": est, "se": float("nan"), "df": 0, "n": n}
-    se = float(x.std(ddof=1) / math.sqrt(n))
+    se = 0.0 if np.ptp(x) == 0 else float(x.std(ddof=1) / math.sqrt(n))  # exact 0 for identical seeds
     return _with_interval({"estimate": est, "se": se, "df": n - 1, "n": n})
 
 

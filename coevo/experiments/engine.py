@@ -59,7 +59,7 @@ class Progress:
                 self.stream.flush()
 
     def tick(self, force: bool = False) -> None:
-        run = ", ".join(f"{n} step {steps_done(self.runs_dir / n) + 1}" for n in sorted(self.running))
+        run = ", ".join(f"{n} ({steps_done(self.runs_dir / n) + 1} steps done)" for n in sorted(self.running))
         line = f"[{self.name}] {len(self.done)}/{len(self.grid)} runs done" + (f"; running {run}" if run else "")
         now = time.monotonic()
         if force or line != self.last and now - self.last_t > 2.0 or now - self.last_t > 30.0:
