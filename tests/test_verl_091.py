@@ -5,6 +5,7 @@ hydra composition of ``verl/trainer/config/ppo_trainer`` with docs/verl.md's key
 tokenizer), coevo's reward manager (Challenger, teachability) from a config alone, ``ray.shutdown()``
 then ``coevo import parts``, and ``RayPPOTrainer._log_rollout_data`` then ``coevo import verl``.
 Skipped without verl; ``COEVO_REQUIRE_VERL=1`` (set by .ci/verl.sh) turns the skip into a failure."""
+import inspect
 import json
 import os
 from pathlib import Path
@@ -66,7 +67,7 @@ def tok(tok_dir):
     return hf_tokenizer(tok_dir)
 
 
-def sample(tok, question, answer_text, gt, split, index, extra=None, **non_tensor):
+def sample(tok, question, answer_text, gt, split, index, extra=None, pad=None, **non_tensor):
     """One sample's DataProto as verl's agent loop builds it for the reward (``AgentLoopWorkerBase._compute_score``:
     prompts | responses | attention_mask | input_ids | position_ids; the dataset row's fields as non-tensors,
     plus ``__num_turns__``, ``tool_extra_fields``, ``prompt_len``, ``response_len``)."""
@@ -74,8 +75,15 @@ def sample(tok, question, answer_text, gt, split, index, extra=None, **non_tenso
     text = tok.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
     p = torch.tensor(tok.encode(text, add_special_tokens=False), dtype=torch.int64)
     r = torch.tensor(tok.encode(answer_text, add_special_tokens=False) + [tok.eos_token_id], dtype=torch.int64)
+    pm, rm = torch.ones_like(p), torch.ones_like(r)
+    if pad:  # a trainer batch: prompts left-padded, responses right-padded (verl's rollout layout)
+        P, R = pad
+        pm = torch.cat([torch.zeros(P - len(p), dtype=torch.int64), pm])
+        p = torch.cat([torch.full((P - len(p),), tok.pad_token_id, dtype=torch.int64), p])
+        rm = torch.cat([rm, torch.zeros(R - len(r), dtype=torch.int64)])
+        r = torch.cat([r, torch.full((R - len(r),), tok.pad_token_id, dtype=torch.int64)])
     ids = torch.cat([p, r])
-    mask = torch.ones_like(ids)
+    mask = torch.cat([pm, rm])
     batch = TensorDict({"prompts": p[None], "responses": r[None], "attention_mask": mask[None], "input_ids": ids[None],
                         "position_ids": torch.arange(len(ids))[None]}, batch_size=1)
     row = {"data_source": "openai/gsm8k", "reward_model": {"style": "rule", "ground_truth": gt},
@@ -147,9 +155,10 @@ def test_rayppotrainer_log_rollout_data_dump_imports(tmp_path, tok):
     for name in ("_log_rollout_data", "_dump_generations", "_write_generations", "_init_dump_executor",
                  "_shutdown_dump_executor"):
         if hasattr(RayPPOTrainer, name):
-            setattr(t, name, getattr(RayPPOTrainer, name).__get__(t))
+            static = isinstance(inspect.getattr_static(RayPPOTrainer, name), staticmethod)
+            setattr(t, name, getattr(RayPPOTrainer, name) if static else getattr(RayPPOTrainer, name).__get__(t))
     t._init_dump_executor()
-    b = DataProto.concat([sample(tok, q, a, gt, "train", i // 2) for i, (q, a, gt, _) in enumerate(ANSWERS)])
+    b = DataProto.concat([sample(tok, q, a, gt, "train", i // 2, pad=(64, 32)) for i, (q, a, gt, _) in enumerate(ANSWERS)])
     resp = b.batch["responses"]
     b.batch["token_level_scores"] = torch.zeros_like(resp, dtype=torch.float32)
     b.batch["token_level_scores"][:, 0] = torch.tensor([1.0, 0.0, 0.0, 1.0])
