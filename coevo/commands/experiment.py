@@ -49,8 +49,10 @@ def _grid_command(name: str):
         out: Optional[Path] = typer.Option(None, "--out", help="Experiment directory (default runs/experiments/NAME[-BUDGET])."),
         as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines."),
+        preset: Optional[str] = typer.Option(None, "--preset", "-p", help="Replace every arm's preset (e.g. qwen-1gpu)."),
+        set_: List[str] = typer.Option([], "--set", "-s", help="Override added to every run, key=value, repeatable."),
     ):
-        run_grid(name, seeds, jobs, executor, address, budget, out, as_json, quiet)
+        run_grid(name, seeds, jobs, executor, address, budget, out, as_json, quiet, preset, set_)
     command.__doc__ = f"Experiment {name}: arms x seeds, claims with verdicts (docs/experiments.md)."
     return command
 
@@ -65,11 +67,13 @@ def _run_any(
     out: Optional[Path] = typer.Option(None, "--out"),
     as_json: bool = typer.Option(False, "--json"),
     quiet: bool = typer.Option(False, "--quiet", "-q"),
+    preset: Optional[str] = typer.Option(None, "--preset", "-p"),
+    set_: List[str] = typer.Option([], "--set", "-s"),
 ):
-    run_grid(name, seeds, jobs, executor, address, budget, out, as_json, quiet)
+    run_grid(name, seeds, jobs, executor, address, budget, out, as_json, quiet, preset, set_)
 
 
-def run_grid(name, seeds, jobs, executor, address, budget, out, as_json, quiet) -> None:
+def run_grid(name, seeds, jobs, executor, address, budget, out, as_json, quiet, preset=None, set_=()) -> None:
     """Load, run (or continue) and print an engine experiment; exit 1 when a run failed."""
     import sys
 
@@ -86,7 +90,7 @@ def run_grid(name, seeds, jobs, executor, address, budget, out, as_json, quiet) 
         out = Path("runs/experiments") / (exp.name if budget == "default" else f"{exp.name}-{budget}")
     try:
         res = run_experiment(exp, out, budget=budget, seeds=seeds, jobs=jobs, executor=executor, address=address,
-                             stream=None if quiet else sys.stderr)
+                             stream=None if quiet else sys.stderr, preset=preset, extra=list(set_))
     except ExperimentError as e:
         fail(str(e))
     if as_json:

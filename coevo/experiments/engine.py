@@ -166,9 +166,10 @@ def _execute_ray(grid: List[RunSpec], prog: Progress, address: str, jobs: Option
         ray.shutdown()
 
 
-def _prepare(exp: Experiment, out: Path, budget: str, seeds: Optional[int]) -> List[RunSpec]:
+def _prepare(exp: Experiment, out: Path, budget: str, seeds: Optional[int], preset: Optional[str],
+             extra: List[str]) -> List[RunSpec]:
     try:
-        grid = exp.grid(budget, seeds)
+        grid = exp.grid(budget, seeds, preset, extra)
     except ValueError as e:
         raise ExperimentError(str(e)) from None
     out.mkdir(parents=True, exist_ok=True)
@@ -188,11 +189,13 @@ def _prepare(exp: Experiment, out: Path, budget: str, seeds: Optional[int]) -> L
 
 def run_experiment(exp: Experiment, out: Path, budget: str = "default", seeds: Optional[int] = None,
                    jobs: Optional[int] = None, executor: str = "local", address: Optional[str] = None,
-                   stream: Optional[TextIO] = sys.stderr) -> dict:
-    """Run (or continue) the grid, then analyse it; writes result.json and report.html in ``out``."""
+                   stream: Optional[TextIO] = sys.stderr, preset: Optional[str] = None,
+                   extra: Optional[List[str]] = None) -> dict:
+    """Run (or continue) the grid, then analyse it; writes result.json and report.html in ``out``.
+    ``preset`` / ``extra``: every arm's preset replaced / overrides added (Experiment.grid)."""
     t0 = time.perf_counter()
     out = Path(out).resolve()
-    grid = _prepare(exp, out, budget, seeds)
+    grid = _prepare(exp, out, budget, seeds, preset, list(extra or []))
     runs_dir = out / "runs"
     prog = Progress(exp.name, grid, runs_dir, stream)
     reused = [r for r in grid if run_state(runs_dir / r.name) == "finished"]
@@ -208,6 +211,8 @@ def run_experiment(exp: Experiment, out: Path, budget: str = "default", seeds: O
     else:
         raise ExperimentError(f"--executor must be local or ray, got {executor!r}")
     result = analyze(exp, grid, out, budget, failed)
+    if preset or extra:
+        result["preset_override"], result["extra_overrides"] = preset, list(extra or [])
     result["timing"] = timing(grid, runs_dir, time.perf_counter() - t0, jobs, executor, len(reused))
     write_result(out, result)
     return result

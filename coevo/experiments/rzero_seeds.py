@@ -86,7 +86,7 @@ EXPERIMENT = Experiment(
                 "accuracy per round, and the Single (shared-parameter) ablation, paired by seed.",
     arms=[Arm("two", "cpu"), Arm("single", "cpu", ("backend.roles=shared",))],
     claims=CLAIMS,
-    seeds=4,
+    seeds=3,
     budgets={"default": (), "ci": CI},
     seeds_for={"ci": 2},
     tables=tables,

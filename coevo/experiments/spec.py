@@ -143,9 +143,11 @@ class Experiment:
         if "default" not in self.budgets:
             raise ValueError(f"experiment {self.name}: needs a 'default' budget")
 
-    def grid(self, budget: str = "default", seeds: Optional[int] = None) -> List[RunSpec]:
+    def grid(self, budget: str = "default", seeds: Optional[int] = None, preset: Optional[str] = None,
+             extra: Sequence[str] = ()) -> List[RunSpec]:
         """The runs, seed-major (every arm of seed 0, then of seed 1, ...): a partial experiment
-        already pairs arms by seed."""
+        already pairs arms by seed.  ``preset`` replaces every arm's preset and ``extra`` overrides
+        go after the budget's (the same experiment on another backend, e.g. ``qwen-1gpu``)."""
         self.check()
         if budget not in self.budgets:
             raise ValueError(f"unknown budget {budget!r} for {self.name}; known: {', '.join(self.budgets)}")
@@ -155,11 +157,12 @@ class Experiment:
         out = []
         for seed in range(self.first_seed, self.first_seed + n):
             for a in self.arms:
-                ov = tuple(a.overrides) + tuple(self.budgets[budget])
-                res = a.resources or resources_for(a.preset, ov)
+                ov = tuple(a.overrides) + tuple(self.budgets[budget]) + tuple(extra)
+                pre = preset or a.preset
+                res = a.resources or resources_for(pre, ov)
                 if not any(o.startswith("backend.threads=") for o in ov):  # torch threads = the CPUs asked
                     ov += (f"backend.threads={max(1, int(res.cpus))}",)  # for: same in every executor
-                out.append(RunSpec(a.name, seed, a.preset, ov, res))
+                out.append(RunSpec(a.name, seed, pre, ov, res))
         return out
 
     def manifest(self, budget: str, grid: List[RunSpec]) -> dict:
