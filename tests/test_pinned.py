@@ -30,11 +30,28 @@ RUNS.update({
     "rgbc-mu_tilde": ["--recipe", "rgbc", "--set", "rgbc.arm=mu_tilde", *_SYN],
     "rgbc-synco": ["--recipe", "rgbc", "--set", "rgbc.arm=synco", *_SYN],
 })
+# the facts-world recipes (Dr. Zero family) and VG-OPD's CASA arms, one short round each
+_DRZ = ["--set", "drzero.rounds=1", "--set", "drzero.proposer_steps=1", "--set", "drzero.solver_steps=1",
+        "--set", "drzero.prompts=8", "--set", "drzero.solver_prompts=8", "--set", "world.options.eval_per_hop=4"]
+_CF = ["--set", "crossfit.aux_steps=1", "--set", "crossfit.aux_prompts=4"]
+_VG = ["--set", "vgopd.rounds=1", "--set", "vgopd.steps_per_round=2", "--set", "vgopd.prompts=6",
+       "--set", "world.options.eval_n=12"]
+RUNS.update({
+    "drzero": ["--recipe", "drzero", *_DRZ],
+    "crossfit": ["--recipe", "crossfit", *_DRZ, *_CF],
+    "msv+crossfit": ["--recipe", "msv+crossfit", *_DRZ, *_CF],
+    "vgopd-A": ["--recipe", "vgopd", "--set", "casa.arm=A", *_VG],
+    "vgopd-B": ["--recipe", "vgopd", "--set", "casa.arm=B", *_VG],
+    "vgopd-C": ["--recipe", "vgopd", "--set", "casa.arm=C", "--set", "casa.discount=one_minus_precision", *_VG],
+    "vgopd-C-precision": ["--recipe", "vgopd", "--set", "casa.arm=C", "--set", "casa.discount=precision", *_VG],
+})
+NO_SHORT = {"drzero", "crossfit", "msv+crossfit", "vgopd-A", "vgopd-B", "vgopd-C", "vgopd-C-precision"}  # no world.eval_per_level
 STEP_KEYS = ("n_accepted", "n_bearing", "kappa_bar", "nu_bar", "lag_bar", "synthesizer_reward_mean",
              "solver_reward_mean", "challenger_reward_mean", "kept_fraction", "pseudo_label_accuracy")
+EXTRA_KEYS = ("proposer_reward_mean", "false_agreement", "phi", "reward_mean")  # the runs added later (NO_SHORT)
 
 
-def step_numbers(run_dir: Path) -> list:
+def step_numbers(run_dir: Path, keys=STEP_KEYS) -> list:
     con = duckdb.connect(str(run_dir / "ledger.duckdb"), read_only=True)
     rows = con.execute("SELECT step, metrics_json FROM steps WHERE phase <> 'eval' ORDER BY step").fetchall()
     con.close()
@@ -42,7 +59,7 @@ def step_numbers(run_dir: Path) -> list:
     for step, m in rows:
         m = json.loads(m)
         got = {}
-        for k in STEP_KEYS:
+        for k in keys:
             v = m.get(k)
             if isinstance(v, dict):
                 v = v.get("value")
@@ -54,8 +71,9 @@ def step_numbers(run_dir: Path) -> list:
 
 def observe(name: str, tmp: Path) -> dict:
     out = tmp / name
-    run_coevo("run", "-q", "--out", str(out), *SHORT, *RUNS[name])
-    return {"fingerprint": fingerprint(out), "summary": summary_numbers(out), "steps": step_numbers(out)}
+    run_coevo("run", "-q", "--out", str(out), *([] if name in NO_SHORT else SHORT), *RUNS[name])
+    keys = STEP_KEYS + (EXTRA_KEYS if name in NO_SHORT else ())
+    return {"fingerprint": fingerprint(out), "summary": summary_numbers(out), "steps": step_numbers(out, keys)}
 
 
 PINNED_FILE = Path(__file__).parent / "pinned_runs.json"
@@ -70,10 +88,12 @@ def test_pinned_run(name, tmp_path):
     assert got["steps"] == pinned["steps"]
 
 
-if __name__ == "__main__":  # regenerate the pinned values (say why in the commit)
+if __name__ == "__main__":  # regenerate the pinned values (say why in the commit); names: only those runs
     import tempfile
 
+    only = sys.argv[1:] or list(RUNS)
+    res = json.loads(PINNED_FILE.read_text()) if PINNED_FILE.exists() else {}
     with tempfile.TemporaryDirectory() as d:
-        res = {name: observe(name, Path(d)) for name in RUNS}
+        res.update({name: observe(name, Path(d)) for name in only})
     PINNED_FILE.write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
     print(f"wrote {PINNED_FILE}")
