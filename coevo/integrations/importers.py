@@ -104,6 +104,17 @@ def import_verl(src: Path, out: Path, verifier: str = "math", workers: Optional[
 
 
 # ---------------------------------------------------------------------- R-Zero question evaluation
+RZERO_NO_BOX = "None"  # mathruler 0.1.0's extract_boxed_content when a sample has no \boxed{} (R-Zero's grader)
+
+
+def _no_box(v):
+    """A sample R-Zero recorded as "None": no answer (an abstention with its reason), not the answer "None"."""
+    from dataclasses import replace
+
+    return replace(v, value=None, reason="no-answer",
+                   detail={"rzero": "mathruler extract_boxed_content returned 'None': the sample has no \\boxed{}"})
+
+
 def _rzero_round(run_id: str, rnd: int, items: list[dict], refs: dict, rv, delta: float) -> tuple:
     from coevo.rewards import keep_for_solver
 
@@ -118,11 +129,14 @@ def _rzero_round(run_id: str, rnd: int, items: list[dict], refs: dict, rv, delta
                 pairs.append((a, ref))
                 where.append((j, k, "oracle"))
     verdicts = dict(zip(where, rv.match_many(pairs)))
+    for (j, k, tgt), v in list(verdicts.items()):
+        if items[j]["results"][k] == RZERO_NO_BOX:
+            verdicts[(j, k, tgt)] = _no_box(v)
     n_kept, diffs = 0, []
     for j, it in enumerate(items):
         tid, ref = f"rz-r{rnd}-q{j}", refs.get(it["question"])
         label = it["answer"]
-        kept = bool(label not in ("", "None") and keep_for_solver(it["score"], delta))
+        kept = bool(label not in ("", RZERO_NO_BOX) and keep_for_solver(it["score"], delta))
         n_kept += kept
         agree = [verdicts[(j, k, "pseudo_label")].value == 1 for k in range(len(it["results"]))]
         ours = sum(agree) / len(agree) if agree else None
@@ -134,8 +148,8 @@ def _rzero_round(run_id: str, rnd: int, items: list[dict], refs: dict, rv, delta
             meta_json=dumps({"line": f"{it['_file']}:{it['_line']}", "coevo_p_hat": ours})))
         for k, a in enumerate(it["results"]):
             rid = f"{tid}-candidate-{k}"
-            rows["rollouts"].append(rollout_row_of(run_id, rnd, rnd, rid, tid, "solver", "candidate", k, None, a,
-                                                   "rzero"))
+            rows["rollouts"].append(rollout_row_of(run_id, rnd, rnd, rid, tid, "solver", "candidate", k, None,
+                                                   None if a == RZERO_NO_BOX else a, "rzero"))
             for tgt in ("pseudo_label", "oracle"):
                 if (j, k, tgt) in verdicts:
                     rows["verdicts"].append(verdict_row_of(run_id, rnd, rid, tid, tgt, verdicts[(j, k, tgt)]))
