@@ -168,3 +168,43 @@ def test_rayppotrainer_log_rollout_data_dump_imports(tmp_path, tok):
     assert set(lines[0]) >= {"input", "output", "gts", "score", "step", "acc"} and lines[0]["step"] == 3
     res = import_verl(tmp_path / "dump", tmp_path / "run", workers=0)
     assert res["n_records"] == 4 and res["n_malformed"] == 0 and res["counts"]["verdicts"] == 4
+
+
+CH = [("<question>What is 2+2?</question> \\boxed{4}", {"solver_answers": ["4", "4", "5", None]}),
+      ("no tags here", {}),
+      ("<question>What is 3+5 exactly?</question>", {"solver_answers": ["8", "8", "8", "8"]}),
+      ("<question>Name the largest prime below twenty.</question>", {"solver_answers": ["19", "17"]})]
+
+
+def test_reward_loop_manager_two_ray_workers_coevo_challenger(tmp_path, tok, tok_dir):
+    """The Challenger from a config alone: coevo's manager through verl's RewardLoopManager on 2 Ray workers;
+    the batch (B = 4, across both workers) is scored once; ray.shutdown() as verl ends; then import parts."""
+    import ray
+    from verl.experimental.reward_loop import RewardLoopManager
+
+    led = tmp_path / "led"
+    cfg = compose([f"actor_rollout_ref.model.path={tok_dir}", "reward.num_workers=2",
+                   "reward.reward_manager.source=importlib",
+                   "reward.reward_manager.module.path=pkg://coevo.integrations.verl_manager",
+                   "reward.reward_manager.name=CoevoRewardManager",
+                   "+reward.reward_kwargs.coevo_reward=challenger", f"+reward.reward_kwargs.ledger={led}",
+                   "+reward.reward_kwargs.verify_workers=0", "+reward.reward_kwargs.batch_size=4",
+                   "+reward.reward_kwargs.batch_wait_s=30"])
+    assert check(["reward.reward_manager.source=importlib",
+                  "reward.reward_manager.module.path=pkg://coevo.integrations.verl_manager",
+                  "reward.reward_manager.name=CoevoRewardManager"])["reward_manager"].endswith(":CoevoRewardManager")
+    data = DataProto.concat([sample(tok, "Pose a question.", t, None, "train", i, extra=e, pad=(48, 32))
+                             for i, (t, e) in enumerate(CH)])
+    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True)
+    try:
+        out = RewardLoopManager(cfg).compute_rm_score(data)
+    finally:
+        ray.shutdown()  # as verl's main_ppo ends: the reward workers are killed, no atexit
+    scores = out.batch["rm_scores"].sum(-1).tolist()
+    # 3 valid questions in 3 BLEU clusters: r_rep = 1/3 * 3/4 (B = 4) = 1/4; r_unc(1/2) = 1 -> 3/4;
+    # no question -> 0; p_hat 1 -> max(0, 0 - 1/4) = 0. (B divisible by the 2 workers: verl pads otherwise)
+    assert scores == pytest.approx([0.75, 0.0, 0.0, 0.75])
+    assert set(out.meta_info["reward_extra_keys"]) >= {"score", "p_hat", "r_unc", "r_rep", "format_ok", "batch_size"}
+    assert out.non_tensor_batch["batch_size"].tolist() == [4.0] * 4
+    c = import_parts(led, tmp_path / "run")["counts"]
+    assert c["tasks"] == 4 and c["rollouts"] == 10 and c["rewards"] == 4
