@@ -266,7 +266,7 @@ def _prefixed(name: str, e: ValidationError) -> str:
 def _recipe_sections(recipe: str) -> tuple[Any, dict[str, Any]]:
     """The selected recipe and every section any known recipe declares (a preset may carry
     the sections of several recipes, e.g. paper.yaml)."""
-    from coevo.recipes.registry import BUILTIN, RecipeNotFound, get_recipe
+    from coevo.core.registry import BUILTIN, RecipeNotFound, get_recipe
 
     try:
         info = get_recipe(recipe)

@@ -26,8 +26,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from coevo.backends.base import SamplingParams
-from coevo.worlds.base import role_sampling
+from coevo.core.policy import SamplingParams
+from coevo.core.world import role_sampling
 
 
 class EvalError(ValueError):

@@ -19,7 +19,7 @@ import torch
 
 from coevo import __version__
 from coevo.audit.stats import binomial_se
-from coevo.backends.base import BackendError
+from coevo.core.policy import BackendError
 from coevo.checkpoint import CheckpointError, atomic_dir, is_stale_temp, load_legacy_pickle, load_tree, save_tree
 from coevo.config import ConfigError, RunConfig, build_config, dump_config
 from coevo.ledger import views
@@ -46,7 +46,7 @@ def make_world(cfg: RunConfig):
 
 
 def recipe_info(cfg: RunConfig):
-    from coevo.recipes.registry import RecipeNotFound, get_recipe
+    from coevo.core.registry import RecipeNotFound, get_recipe
 
     try:
         return get_recipe(cfg.recipe)
@@ -123,7 +123,7 @@ def make_policies(cfg: RunConfig, run_dir: Path | None = None, info=None) -> dic
 
 
 def make_recipe(cfg: RunConfig, world, policies, run_id: str, verifier, info=None):
-    from coevo.recipes.registry import RecipeNotFound, resolve
+    from coevo.core.registry import RecipeNotFound, resolve
 
     info = info or recipe_info(cfg)
     try:

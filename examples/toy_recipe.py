@@ -28,7 +28,7 @@ from coevo.ledger import views
 from coevo.ledger.rows import task_row
 from coevo.ledger.store import StepWriter
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan
-from coevo.recipes.registry import RecipeInfo, RoleSpec
+from coevo.core.registry import RecipeInfo, RoleSpec
 from coevo.stages.core import propose
 from coevo.stages.group import draw_group, update_role
 from coevo.worlds.scripted import ScriptedToolWorld

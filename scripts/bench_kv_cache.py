@@ -49,7 +49,7 @@ def batch(cfg, role: str):
     from coevo.commands.bench_step import solver_batch
     from coevo.runner import make_policies, make_world
     from coevo.recipes.base import sampling_params
-    from coevo.worlds.base import role_sampling
+    from coevo.core.world import role_sampling
 
     rz = cfg.rzero
     if role == "solver":

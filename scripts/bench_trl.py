@@ -49,7 +49,7 @@ def peak_rss_mb() -> float:
 def run_coevo(a) -> dict:
     import torch
 
-    from coevo.backends.base import LossConfig, SamplingParams
+    from coevo.core.policy import LossConfig, SamplingParams
     from coevo.backends.roles import make_role_policies
     from coevo.rl.grpo import group_advantages
 

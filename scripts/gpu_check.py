@@ -81,7 +81,7 @@ def bare_step(model, batch, micro: int, device: str) -> None:
 
 
 def check_size(size: str, device: str, dtype: torch.dtype, timed_updates: int, seed: int) -> dict:
-    from coevo.backends.base import LossConfig, SamplingParams
+    from coevo.core.policy import LossConfig, SamplingParams
     from coevo.backends.hf import HFPolicy, SharedBase, make_char_tokenizer, n_params
 
     n_prompts, n_samples, new_tokens, micro = WORKLOAD[size]

@@ -122,7 +122,7 @@ class HFServerState:
 
 
 def _sampling(body: dict):
-    from coevo.backends.base import SamplingParams
+    from coevo.core.policy import SamplingParams
 
     stop = body.get("stop")
     if isinstance(stop, str):

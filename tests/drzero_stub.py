@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from coevo.backends.base import Completion
-from coevo.worlds.base import ParseResult, Task
+from coevo.core.policy import Completion
+from coevo.core.world import ParseResult, Task
 
 N_SOURCES = 8
 

@@ -101,7 +101,7 @@ def test_shipped_tiny_checkpoints_load_with_safetensors_and_json(role):
 def test_tiny_save_is_servable_and_legacy_files_need_an_explicit_name(tmp_path, capsys):
     from safetensors.torch import load_file
 
-    from coevo.backends.base import SamplingParams
+    from coevo.core.policy import SamplingParams
     from coevo.backends.tiny import TinyConfig, TinyGPT, TinyPolicy
 
     a = TinyPolicy("solver", seed=4)
@@ -128,7 +128,7 @@ def test_tiny_save_is_servable_and_legacy_files_need_an_explicit_name(tmp_path, 
 def hf_run(tmp_path_factory):
     """A run directory's round checkpoints as the runner writes them (``policy.save``)."""
     pytest.importorskip("peft")
-    from coevo.backends.base import LossConfig, SamplingParams
+    from coevo.core.policy import LossConfig, SamplingParams
     from coevo.backends.roles import make_role_policies
 
     run = tmp_path_factory.mktemp("hfrun")
@@ -284,7 +284,7 @@ def test_export_smollm2_lora_role_reproduces_the_run_policy(tmp_path):
 
     from conftest import require_smollm2
 
-    from coevo.backends.base import LossConfig, SamplingParams
+    from coevo.core.policy import LossConfig, SamplingParams
     from coevo.backends.roles import load_base, make_role_policies
 
     require_smollm2()

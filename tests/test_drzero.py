@@ -13,7 +13,7 @@ from coevo.ledger.store import Ledger
 from coevo.recipes import drzero_steps as steps
 from coevo.recipes.crossfit import (question_fold, retrieval_sources, scorer_fold, source_folds,
                                     split_by_fold)
-from coevo.recipes.registry import get_recipe, resolve
+from coevo.core.registry import get_recipe, resolve
 from coevo.stages.equivalence import WorldEquivalence
 from drzero_stub import FakeProposer, FakeSolver, StubFactsWorld
 
@@ -212,7 +212,7 @@ class FakeAuditor:
         kind, version = "llm_auditor", "fake"
 
     def audit_many(self, items):
-        from coevo.verify.verdict import Verdict
+        from coevo.core.verdict import Verdict
 
         return [Verdict(0 if "src0" in docs[0] else 1, "") for _, _, docs in items]
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from coevo.backends.base import Completion
+from coevo.core.policy import Completion
 from coevo.evaluate import EvalError, evaluate_jsonl
 from coevo.worlds.math import SAMPLE_EVAL, MathWorld, load_jsonl_tasks
 

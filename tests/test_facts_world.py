@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from coevo.backends.base import SamplingParams
+from coevo.core.policy import SamplingParams
 from coevo.backends.tokenizer import BASE_VOCAB, FULL_VOCAB, CharTokenizer
 from coevo.worlds import world_class
-from coevo.worlds.base import Task
+from coevo.core.world import Task
 from coevo.worlds.facts import FactsWorld
 
 ASSETS = Path(__file__).resolve().parents[1] / "coevo" / "assets"

@@ -17,7 +17,7 @@ from coevo.audit.false_agreement import (NOT_PROPOSER, false_agreement, false_ag
                                          false_agreement_from_flags, false_agreement_mass, false_agreement_summary,
                                          solver_majority)
 from coevo.audit.run_audit import instruments_for
-from coevo.backends.base import Completion
+from coevo.core.policy import Completion
 from coevo.config import load_config
 from coevo.ledger.store import Ledger
 from coevo.recipes.rgbc import RGBCRecipe

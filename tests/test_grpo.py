@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from coevo.backends.base import LossConfig
+from coevo.core.policy import LossConfig
 from coevo.rl import bucket_advantages, group_advantages, policy_loss, token_logprobs
 
 REWARDS = torch.tensor([[1.0, 0.0, 0.0, 1.0], [1.0, 1.0, 1.0, 0.0]])

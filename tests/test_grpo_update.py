@@ -11,7 +11,7 @@ surrogate is positively homogeneous in A; KL off).
 import pytest
 import torch
 
-from coevo.backends.base import Completion, LossConfig, SamplingParams
+from coevo.core.policy import Completion, LossConfig, SamplingParams
 from coevo.backends.tiny import TinyPolicy
 from coevo.rl.grpo import active_tokens, combine_metrics, micro_batch_args, policy_loss
 from coevo.stages.core import grpo_update

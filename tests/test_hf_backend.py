@@ -9,7 +9,7 @@ pytest.importorskip("peft")
 
 from conftest import require_smollm2  # noqa: E402
 
-from coevo.backends.base import Completion, LossConfig, Policy, SamplingParams  # noqa: E402
+from coevo.core.policy import Completion, LossConfig, Policy, SamplingParams  # noqa: E402
 from coevo.backends.hf import HFPolicy, SharedBase, _cut_at_stop, make_char_tokenizer, tiny_llama  # noqa: E402
 from coevo.backends.roles import RoleConfigError, make_role_policies  # noqa: E402
 
@@ -65,7 +65,7 @@ def test_greedy_is_deterministic_and_stop_strings(roles):
 
 def test_response_prefix_is_prefilled_and_recorded(roles):
     """Assistant prefill: the prompt ids end with the prefix; text/logprobs cover only new tokens."""
-    from coevo.backends.base import full_text
+    from coevo.core.policy import full_text
 
     so = roles["solver"]
     sp = SamplingParams(greedy=True, max_new_tokens=6, response_prefix="<q>\n")

@@ -55,7 +55,7 @@ def test_parse_task():
 
 def test_solver_prompt_and_extract():
     w = MathWorld()
-    from coevo.worlds.base import Task
+    from coevo.core.world import Task
 
     p = w.solver_prompt(Task("t", "What is 2+2?"))
     assert p.startswith("What is 2+2?") and "\\boxed{}" in p
@@ -109,8 +109,8 @@ def test_load_jsonl_errors(tmp_path):
 
 # ---------------------------------------------------------------- small-model options
 def test_fewshot_prompts_prefill_and_parse():
-    from coevo.backends.base import Completion, SamplingParams, full_text
-    from coevo.worlds.base import role_sampling
+    from coevo.core.policy import Completion, SamplingParams, full_text
+    from coevo.core.world import role_sampling
     from coevo.worlds.math import FEWSHOT_EXAMPLES
 
     w = MathWorld(prompt_style="fewshot")

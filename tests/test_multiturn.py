@@ -6,10 +6,10 @@ import random
 import pytest
 import torch
 
-from coevo.backends.base import LossConfig, SamplingParams, full_text
+from coevo.core.policy import LossConfig, SamplingParams, full_text
 from coevo.backends.tiny import TinyConfig, TinyPolicy
 from coevo.stages.rollout import rollout, solve_multiturn
-from coevo.worlds.base import role_sampling
+from coevo.core.world import role_sampling
 from coevo.worlds.scripted import ScriptedToolWorld, format_question
 
 WORLD = ScriptedToolWorld()

@@ -8,7 +8,7 @@ pytest.importorskip("transformers")
 pytest.importorskip("peft")
 httpx = pytest.importorskip("httpx")
 
-from coevo.backends.base import LossConfig, Policy, SamplingParams, sampler_info  # noqa: E402
+from coevo.core.policy import LossConfig, Policy, SamplingParams, sampler_info  # noqa: E402
 from coevo.backends.openai_server import OpenAIPolicy, ServerError  # noqa: E402
 from coevo.backends.roles import load_base, make_role_policies  # noqa: E402
 

@@ -6,7 +6,7 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from coevo.backends.base import Completion, SamplingParams
+from coevo.core.policy import Completion, SamplingParams
 from coevo.cli import app
 from coevo.qa.agent import INVALID_ACTION, SearchQAWorld, extract_answer, search_r1_question
 from coevo.qa.benchmarks import (SHIPPED_CORPUS, SHIPPED_DATA_DIR, BenchmarkError, benchmark_path, canonical_name,
@@ -14,7 +14,7 @@ from coevo.qa.benchmarks import (SHIPPED_CORPUS, SHIPPED_DATA_DIR, BenchmarkErro
 from coevo.qa.evaluate import benchmark_means, evaluate_qa
 from coevo.retrieval.bm25 import BM25Retriever
 from coevo.retrieval.corpus import CorpusError, load_corpus
-from coevo.worlds.base import Task
+from coevo.core.world import Task
 
 
 # ---------------------------------------------------------------------------- loaders

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from coevo.backends.base import Completion
+from coevo.core.policy import Completion
 from coevo.config import load_config
 from coevo.ledger.store import Ledger
 from coevo.recipes.rgbc import RGBCRecipe

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from coevo.backends.base import Completion
+from coevo.core.policy import Completion
 from coevo.config import ConfigError, load_config
 from coevo.ledger.store import Ledger
 from coevo.recipes.rgbc import RGBCRecipe

@@ -18,7 +18,7 @@ pytest.importorskip("httpx")
 
 from conftest import run_coevo  # noqa: E402
 
-from coevo.backends.base import BackendError, SamplingParams  # noqa: E402
+from coevo.core.policy import BackendError, SamplingParams  # noqa: E402
 from coevo.backends.openai_server import AuthError, EnvBearer  # noqa: E402
 from coevo.backends.roles import RoleConfigError, load_base, make_role_policies  # noqa: E402
 from coevo.config import ConfigError, load_config  # noqa: E402

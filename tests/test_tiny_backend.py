@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from coevo.backends.base import LossConfig, SamplingParams
+from coevo.core.policy import LossConfig, SamplingParams
 from coevo.backends.tiny import TinyConfig, TinyPolicy
 
 
@@ -56,7 +56,7 @@ def test_greedy_sampling_is_argmax():
 
 
 def test_response_prefix_extends_the_prompt():
-    from coevo.backends.base import full_text
+    from coevo.core.policy import full_text
 
     pol = _pol()
     c = pol.sample(["<solve>"], 1, SamplingParams(greedy=True, max_new_tokens=4, response_prefix="1+2="))[0][0]

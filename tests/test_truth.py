@@ -15,7 +15,7 @@ import pytest
 
 from conftest import TINY_RUN, run_coevo
 from coevo.audit.truth import TRUTH_PROMPT_VERSION, ReferenceTruth, TruthError
-from coevo.verify.verdict import Verdict
+from coevo.core.verdict import Verdict
 from coevo.worlds.arithmetic import evaluate
 
 

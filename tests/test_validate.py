@@ -1,6 +1,6 @@
 import pytest
 
-from coevo.backends.base import Completion
+from coevo.core.policy import Completion
 from coevo.stages.equivalence import WorldEquivalence
 from coevo.stages.validate import (consensus_check, reasoner_answer, reasoner_rewards,
                                    reliability_parts, validate_outputs)

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from coevo.backends.base import Completion
+from coevo.core.policy import Completion
 from coevo.ledger.store import StepWriter
 from coevo.stages.core import majority_vote
 from coevo.stages.equivalence import (RunVerifier, WorldEquivalence, make_run_verifier, pair_key,
@@ -218,7 +218,7 @@ class Scripted:
 
 
 def test_evaluate_solver_through_the_verifier(pool):
-    from coevo.backends.base import SamplingParams
+    from coevo.core.policy import SamplingParams
 
     w = ArithmeticWorld(eval_per_level=2)
     tasks = list(w.eval_set())

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from coevo.backends.base import Completion, SamplingParams
+from coevo.core.policy import Completion, SamplingParams
 from coevo.backends.tiny import TinyPolicy
 from coevo.casa.gating import GateEntry
 from coevo.recipes.vgopd import RECIPES, expert_roles

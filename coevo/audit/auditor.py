@@ -28,7 +28,7 @@ from coevo.audit.false_agreement import false_agreement_from_flags, is_known
 from coevo.audit.stats import Estimate, binomial_se
 from coevo.secrets import DEFAULT_API_KEY_ENV, refuse_literal_key
 from coevo.verify.judge import JUDGE_CODE_VERSION, LLMJudge, raise_for_auth
-from coevo.verify.verdict import Verdict
+from coevo.core.verdict import Verdict
 
 __all__ = ["AUDIT_PROMPT", "AUDIT_PROMPT_VERSION", "AuditorJudge", "Auditor", "auditor_false_agreement",
            "audit_agreement"]

@@ -169,8 +169,8 @@ def certify(policy, world, tasks: Sequence[Any], verifier, k: int = 4, sampling=
     stream so no training RNG moves)."""
     from dataclasses import replace
 
-    from coevo.backends.base import SamplingParams
-    from coevo.worlds.base import role_sampling
+    from coevo.core.policy import SamplingParams
+    from coevo.core.world import role_sampling
 
     if k < 2:
         raise CertifyError(f"k must be >= 2, got {k}")

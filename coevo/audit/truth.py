@@ -27,7 +27,7 @@ from coevo.audit.auditor import audit_agreement
 from coevo.audit.instruments import pseudo_label_accuracy
 from coevo.secrets import DEFAULT_API_KEY_ENV
 from coevo.verify.judge import JUDGE_CODE_VERSION, LLMJudge, raise_for_auth
-from coevo.verify.verdict import Verdict
+from coevo.core.verdict import Verdict
 
 __all__ = ["TRUTH_PROMPT", "TRUTH_PROMPT_VERSION", "TruthJudge", "ReferenceTruth", "TruthSource", "TruthError",
            "truth_from_config", "truth_metrics"]

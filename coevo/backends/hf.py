@@ -31,7 +31,7 @@ from typing import Any, Sequence
 
 import torch
 
-from coevo.backends.base import STREAMS, Completion, LossConfig, SamplingParams
+from coevo.core.policy import STREAMS, Completion, LossConfig, SamplingParams
 from coevo.backends.tiny import completion_rows
 from coevo.backends.tokenizer import CHAT_TEMPLATE, make_char_tokenizer  # noqa: F401  (re-exported)
 from coevo.backends.tokenizer import StopOnNewText, cut_at_stop

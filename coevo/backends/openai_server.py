@@ -50,7 +50,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Sequence
 
-from coevo.backends.base import BackendError, Completion, LossConfig, SamplingParams
+from coevo.core.policy import BackendError, Completion, LossConfig, SamplingParams
 from coevo.secrets import AUTH_STATUS, DEFAULT_API_KEY_ENV, EnvBearer, refuse_literal_key  # noqa: F401 (re-exported)
 
 

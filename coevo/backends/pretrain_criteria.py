@@ -120,7 +120,7 @@ def train_criteria_role(role: str, seed: int = 0, steps: int | None = None, quie
 def criteria_diagnostics(role: str, pol: TinyPolicy, n: int = 200) -> dict:
     """The pretrain_info.json numbers of a criteria role: greedy per-axis accuracy on the
     world's held-out set (``CriteriaWorld.axis_accuracy``, oracle verdicts)."""
-    from coevo.backends.base import SamplingParams
+    from coevo.core.policy import SamplingParams
     from coevo.worlds.criteria import CriteriaWorld
 
     world = CriteriaWorld(eval_n=n)

@@ -22,11 +22,11 @@ import time
 
 import torch
 
-from coevo.backends.base import SamplingParams
+from coevo.core.policy import SamplingParams
 from coevo.backends.sft import adamw, sft_batch, sft_step, warmup_cosine_lr
 from coevo.backends.tiny import TinyConfig, TinyPolicy
 from coevo.backends.tokenizer import FULL_VOCAB
-from coevo.worlds.base import Task
+from coevo.core.world import Task
 
 FACTS_ROLES = ("facts_solver", "facts_proposer")
 FACTS_RECIPES = {
@@ -104,7 +104,7 @@ def solver_accuracy_by_hop(pol: TinyPolicy, world=None, n_per_hop: int | None = 
     """Greedy accuracy (EM against the oracle) per hop count on the world's held-out set,
     through the multi-turn rollout driver; ``source_aware``: with the MSV source-aware prompt."""
     from coevo.stages.rollout import rollout
-    from coevo.worlds.base import role_sampling
+    from coevo.core.world import role_sampling
 
     world = world or facts_world()
     tasks = list(world.eval_set())

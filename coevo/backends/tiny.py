@@ -7,7 +7,7 @@ draw comes from one of the policy's own ``torch.Generator`` streams (``SamplingP
 ``seed + 7919``, the generator the RGBC recipe used to swap in for audit draws), whose
 states are saved with the weights and optimizer so a resumed run continues bit-for-bit.
 
-Multi-turn support (``coevo.backends.base.Policy``): ``sample(..., token_prefixes=...)``
+Multi-turn support (``coevo.core.policy.Policy``): ``sample(..., token_prefixes=...)``
 continues after given token ids, stop strings end a row (the tokens that produced the
 stop stay in ``token_ids``, the text is cut before it, as in the HF backend), and
 ``forward_backward`` honours ``Completion.token_mask`` and per-token advantages.
@@ -23,7 +23,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from coevo.backends.base import STREAMS, Completion, LossConfig, SamplingParams
+from coevo.core.policy import STREAMS, Completion, LossConfig, SamplingParams
 from coevo.backends.tokenizer import CharTokenizer
 from coevo.checkpoint import CheckpointError, atomic_dir, load_legacy_pickle, load_tree, save_tree
 from coevo.timing import model_compute, stage

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, Sequence
 
-from coevo.backends.base import SamplingParams
+from coevo.core.policy import SamplingParams
 
 
 @dataclass

@@ -128,7 +128,7 @@ def annotate(world: Any, tasks: Sequence[Any], annotator: str) -> list[Optional[
 
     if annotator == "oracle":
         return [world.entry(t).reference for t in tasks]
-    from coevo.backends.base import SamplingParams
+    from coevo.core.policy import SamplingParams
     from coevo.backends.tiny import TinyPolicy
 
     path = Path(annotator)

@@ -33,7 +33,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
-from coevo.verify.verdict import Verdict, abstain
+from coevo.core.verdict import Verdict, abstain
 from coevo.verify.verifiers import Verifier, make_verifier
 
 CRITERION_VERSION = "criterion-1"

@@ -29,9 +29,9 @@ import time
 from collections import deque
 from typing import Any, Callable, Iterable, Optional
 
-from coevo.backends.base import STREAMS, BackendError
+from coevo.core.policy import STREAMS, BackendError
 from coevo.executors.base import ExecutorError
-from coevo.verify.verdict import Verdict
+from coevo.core.verdict import Verdict
 
 CHUNK_SLACK_S = 30.0   # a chunk's deadline: items x (limit + 2 s) + this
 

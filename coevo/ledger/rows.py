@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from coevo.backends.base import Completion, full_text, sampler_info
+from coevo.core.policy import Completion, full_text, sampler_info
 
 
 def dumps(obj: Any) -> str:

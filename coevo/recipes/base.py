@@ -1,36 +1,15 @@
 """What every recipe provides to the runner, and the stages recipes share."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Sequence
-
-from coevo.backends.base import LossConfig, SamplingParams
+from coevo.core.plan import StepSpec, round_plan  # noqa: F401 (recipes import them from here)
+from coevo.core.policy import LossConfig, SamplingParams
 from coevo.audit.truth import truth_from_config
 from coevo.config import RunConfig
 from coevo.ledger.store import StepWriter
 from coevo.stages.evaluate import evaluate_solver
 from coevo.stages.group import StepContext
 from coevo.stages.rollout import solve_multiturn, tool_stops
-from coevo.worlds.base import World
-
-
-@dataclass(frozen=True)
-class StepSpec:
-    step: int  # global step index (0 = initial evaluation)
-    round: int
-    phase: str  # eval | challenger | dataset | solver | ...
-    phase_step: int
-
-
-def round_plan(rounds: int, phases: Sequence[tuple[str, int]]) -> list[StepSpec]:
-    """Numbered steps: an initial evaluation, then per round each phase's steps in order
-    followed by an evaluation. ``phases``: [(phase name, steps per round), ...]."""
-    specs = [(0, "eval", 0)]
-    for r in range(1, rounds + 1):
-        for phase, n in phases:
-            specs += [(r, phase, i) for i in range(n)]
-        specs.append((r, "eval", 0))
-    return [StepSpec(i, r, phase, k) for i, (r, phase, k) in enumerate(specs)]
+from coevo.core.world import World
 
 
 def loss_config(cfg: RunConfig) -> LossConfig:

@@ -26,7 +26,7 @@ from typing import Collection, Literal, Sequence
 from pydantic import Field
 
 from coevo.config import Strict
-from coevo.worlds.base import Task
+from coevo.core.world import Task
 
 FOLD_STRATEGIES = ("same-source", "random-question", "source-id")
 AUX_ROLES = ("aux_a", "aux_b")  # the auxiliary solver of fold 0 (A) and fold 1 (B)

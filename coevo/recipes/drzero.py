@@ -34,18 +34,18 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from coevo.backends.base import full_text
+from coevo.core.policy import full_text
 from coevo.config import Strict
 from coevo.ledger.rows import dumps, task_row, verdict_row_of
 from coevo.ledger.store import StepWriter
 from coevo.recipes import drzero_steps as steps
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan
 from coevo.recipes.crossfit import AUX_ROLES, CrossFitConfig, question_fold, source_folds
-from coevo.recipes.registry import RecipeInfo, RoleSpec
+from coevo.core.registry import RecipeInfo, RoleSpec
 from coevo.stages.core import sampling_error_reason
 from coevo.stages.group import update_role
 from coevo.stages.rollout import rollout
-from coevo.worlds.base import ParseResult, role_sampling
+from coevo.core.world import ParseResult, role_sampling
 
 
 class DrZeroConfig(Strict):

@@ -17,7 +17,7 @@ from coevo.rewards.drzero import drzero_proposer_reward, hrpo_advantages, msv_ac
 from coevo.rewards.formulas import crossfit_reward
 from coevo.stages.group import draw_group, update_role
 from coevo.stages.rollout import rollout
-from coevo.worlds.base import Task, role_sampling
+from coevo.core.world import Task, role_sampling
 
 MSV_REASONS = ("msv-no-source-answer", "msv-no-blind-answer", "msv-disagree")  # coevo.rewards.drzero.msv_accept
 

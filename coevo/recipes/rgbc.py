@@ -34,7 +34,7 @@ from coevo.audit.truth import truth_metrics
 from coevo.ledger.rows import dumps, task_row, verdict_row
 from coevo.ledger.store import StepWriter
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan, sampling_params
-from coevo.recipes.registry import RecipeInfo, RoleSpec
+from coevo.core.registry import RecipeInfo, RoleSpec
 from coevo.recipes.rgbc_config import RGBCConfig, SynCoConfig
 from coevo.recipes.rgbc_state import Candidate, TaskState, match_share
 from coevo.rewards.arms import ArmFacts, synthesizer_arm_reward
@@ -43,7 +43,7 @@ from coevo.rewards.k_arm import adv_hat_reward, budget_matched_tasks
 from coevo.stages.group import StepContext, draw_group, match_grouped, update_role
 from coevo.stages.validate import (VALIDATOR_KIND, consensus_from_verdicts, reasoner_answer, reasoner_rewards,
                                    validate_outputs)
-from coevo.worlds.base import Task, role_sampling
+from coevo.core.world import Task, role_sampling
 
 
 _ROLES = (RoleSpec("solver", asset="solver", seed_offset=0, lr="lr_solver"),

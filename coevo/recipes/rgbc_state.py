@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from coevo.backends.base import Completion
+from coevo.core.policy import Completion
 from coevo.stages.validate import Consensus, Validation
-from coevo.worlds.base import Task
+from coevo.core.world import Task
 
 __all__ = ["TaskState", "Candidate", "match_share"]
 

@@ -19,12 +19,12 @@ from coevo.config import Strict
 from coevo.ledger.rows import dumps, task_row, verdict_row
 from coevo.ledger.store import StepWriter
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan
-from coevo.recipes.registry import RecipeInfo, RoleSpec
+from coevo.core.registry import RecipeInfo, RoleSpec
 from coevo.rewards import challenger_reward, keep_for_solver, keep_in_band, uncertainty_reward
 from coevo.rewards.repetition import repetition_penalty
 from coevo.stages.core import propose, sampling_error_reason
 from coevo.stages.group import draw_group, update_role
-from coevo.worlds.base import Task
+from coevo.core.world import Task
 
 
 class RZeroConfig(Strict):

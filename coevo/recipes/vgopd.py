@@ -28,7 +28,7 @@ from typing import Optional
 import numpy as np
 from pydantic import Field
 
-from coevo.backends.base import SamplingParams
+from coevo.core.policy import SamplingParams
 from coevo.casa.config import CasaConfig
 from coevo.casa.probes import ProbePrompt, run_probes
 from coevo.casa.rows import rollout_rows
@@ -38,7 +38,7 @@ from coevo.config import Strict
 from coevo.ledger.rows import rollout_row
 from coevo.ledger.store import StepWriter
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan
-from coevo.recipes.registry import RecipeInfo, RoleSpec
+from coevo.core.registry import RecipeInfo, RoleSpec
 from coevo.recipes.vgopd_steps import (criteria_scorer, expert_values, finite_or_none, oracle_axis_scores,
                                        rechecks_for, score_items, step_metrics, token_advantages, verdict_rows)
 from coevo.rl.grpo import group_advantages

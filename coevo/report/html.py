@@ -95,7 +95,7 @@ def _run_info(info: dict, summary: dict, run_dir: Path) -> str:
 def recipe_sections(recipe: str, led: Ledger, run_id: str, run_dir: Path) -> tuple[list[str], tuple[str, ...]]:
     """The HTML fragments of the recipe's report sections and its summary columns. A recipe that cannot
     be resolved gives one note; a section that fails gives one note (the report never fails for it)."""
-    from coevo.recipes.registry import RecipeNotFound, get_recipe, resolve
+    from coevo.core.registry import RecipeNotFound, get_recipe, resolve
 
     try:
         info = get_recipe(recipe)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from coevo.backends.base import Completion, LossConfig
+from coevo.core.policy import Completion, LossConfig
 
 SCALES = ("group", "batch", "none")
 AGGREGATIONS = ("grpo", "dr_grpo", "dapo", "bnpo")

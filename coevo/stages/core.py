@@ -11,9 +11,9 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from coevo.backends.base import Completion, LossConfig, Policy, SamplingParams, full_text
+from coevo.core.policy import Completion, LossConfig, Policy, SamplingParams, full_text
 from coevo.timing import stage
-from coevo.worlds.base import ParseResult, Task, World, role_sampling
+from coevo.core.world import ParseResult, Task, World, role_sampling
 
 
 @dataclass

@@ -24,7 +24,7 @@ from typing import Any, Optional, Sequence
 from coevo.stages.core import Vote, majority_vote
 from coevo.timing import stage
 from coevo.verify.cache import VerdictCache
-from coevo.verify.verdict import Verdict, abstain, guarded
+from coevo.core.verdict import Verdict, abstain, guarded
 from coevo.verify.verifiers import Verifier, check_task, make_verifier
 
 WORLD_KIND = "world-equivalent"

@@ -14,9 +14,9 @@ from typing import Sequence
 
 import numpy as np
 
-from coevo.backends.base import SamplingParams
+from coevo.core.policy import SamplingParams
 from coevo.timing import stage
-from coevo.worlds.base import Task, World, role_sampling
+from coevo.core.world import Task, World, role_sampling
 
 
 def _modes(greedy: bool, samples: int, sampling: SamplingParams | None) -> list:

@@ -11,12 +11,12 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from coevo.backends.base import Completion, LossConfig, Policy, SamplingParams
+from coevo.core.policy import Completion, LossConfig, Policy, SamplingParams
 from coevo.ledger.rows import reward_row, rollout_row, update_row, verdict_row_of
 from coevo.rl.grpo import group_advantages
 from coevo.stages.core import grpo_update, sampling_error_reason, solve, to_groups
 from coevo.timing import stage
-from coevo.worlds.base import Task, World
+from coevo.core.world import Task, World
 
 
 @dataclass

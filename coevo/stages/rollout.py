@@ -37,8 +37,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
-from coevo.backends.base import Completion, Policy, SamplingParams, Segment
-from coevo.worlds.base import Task, role_sampling
+from coevo.core.policy import Completion, Policy, SamplingParams, Segment
+from coevo.core.world import Task, role_sampling
 
 
 def tool_stops(world: Any, role: str) -> list[str]:

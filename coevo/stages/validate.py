@@ -29,8 +29,8 @@ from typing import Sequence
 
 import numpy as np
 
-from coevo.backends.base import full_text
-from coevo.worlds.base import Task
+from coevo.core.policy import full_text
+from coevo.core.world import Task
 from coevo.worlds.synthesis import blocks, schema_check
 
 CHECKS = ("schema", "well_posed", "consistency", "legality", "redundancy")

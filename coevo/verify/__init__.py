@@ -19,7 +19,7 @@ from coevo.verify.cache import MemoryCacheStore, VerdictCache, cache_key
 from coevo.verify.judge import LLMJudge
 from coevo.verify.pool import VerifierPool, default_pool
 from coevo.verify.sandbox import SandboxResult, run_sandboxed, sandbox_isolation
-from coevo.verify.verdict import REASONS, TRANSIENT_REASONS, Verdict
+from coevo.core.verdict import REASONS, TRANSIENT_REASONS, Verdict
 from coevo.verify.verifiers import (KINDS, CoverEMVerifier, EMVerifier, ExactMatchVerifier, IntegerVerifier, MathVerifier,
                                     NumericUnitVerifier, RuleVerifier, SandboxPyVerifier, SympyEquivVerifier, Verifier,
                                     make_verifier)

@@ -16,7 +16,7 @@ import json
 import time
 from typing import Callable, Optional, Protocol
 
-from coevo.verify.verdict import TRANSIENT_REASONS, Verdict
+from coevo.core.verdict import TRANSIENT_REASONS, Verdict
 
 
 class CacheStore(Protocol):

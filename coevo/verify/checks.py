@@ -21,7 +21,7 @@ from sympy.parsing.sympy_parser import (convert_xor, implicit_multiplication_app
                                         standard_transformations)
 
 from coevo.verify.latex import boxed, normalize_math
-from coevo.verify.verdict import Verdict, abstain, guarded
+from coevo.core.verdict import Verdict, abstain, guarded
 
 try:  # math-verify logs a warning every time its own timeouts are disabled; we disable them on purpose
     import math_verify

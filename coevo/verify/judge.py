@@ -27,10 +27,10 @@ from typing import Optional
 
 import httpx
 
-from coevo.backends.base import BackendError
+from coevo.core.policy import BackendError
 from coevo.secrets import AUTH_STATUS, DEFAULT_API_KEY_ENV, EnvBearer, refuse_literal_key
 from coevo.verify.cache import VerdictCache, criterion_fingerprint
-from coevo.verify.verdict import Verdict, abstain
+from coevo.core.verdict import Verdict, abstain
 
 JUDGE_CODE_VERSION = "llm_judge-1"
 PROMPTS = {

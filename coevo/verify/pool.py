@@ -33,7 +33,7 @@ import weakref
 from multiprocessing.connection import wait as mp_wait
 from typing import Any, Callable, Iterable, Optional
 
-from coevo.verify.verdict import Verdict
+from coevo.core.verdict import Verdict
 
 FLUSH_S = 0.02          # a worker sends finished results at least this often
 PRELOAD = ["coevo.verify.checks"]

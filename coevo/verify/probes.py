@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from coevo.verify.verdict import Verdict
+from coevo.core.verdict import Verdict
 
 
 def echo_item(x) -> Verdict:

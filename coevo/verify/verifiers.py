@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from coevo.verify.answers import cover_em, exact_match, normalize_answer
-from coevo.verify.verdict import Verdict, abstain, guarded
+from coevo.core.verdict import Verdict, abstain, guarded
 
 RULE_VERSION = "rule-1"
 EM_VERSION = "squad-em-1"

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
-from coevo.worlds.base import ParseResult, last_question, Task
+from coevo.core.world import ParseResult, last_question, Task
 from coevo.worlds.synthesis import Synthesis, blocks, schema_check
 
 LEVELS = ("L1", "L2", "L3", "L4", "L5")

@@ -45,7 +45,7 @@ from typing import ClassVar, Optional, Sequence
 from coevo.criteria.bank import BankEntry, Criterion
 from coevo.criteria.scoring import CriteriaScorer, criterion_pairs
 from coevo.criteria.verifier import Channels, locate
-from coevo.worlds.base import ParseResult, Task, last_question
+from coevo.core.world import ParseResult, Task, last_question
 from coevo.worlds.criteria_gen import (LENGTH_UNITS, Problem, distinct_problems, parse_question, sample_problems,
                                        split_of)
 

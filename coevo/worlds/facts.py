@@ -31,7 +31,7 @@ from typing import Any, ClassVar, Collection, Sequence
 from coevo.retrieval.base import Passage, format_passages
 from coevo.worlds import facts_gen as G
 from coevo.worlds import facts_prompts as P
-from coevo.worlds.base import ParseResult, ResponseFormat, Task, last_question
+from coevo.core.world import ParseResult, ResponseFormat, Task, last_question
 
 SEARCH_OPEN, SEARCH_CLOSE = "<search>", "</search>"
 INFO_OPEN, INFO_CLOSE = "<information>", "</information>"

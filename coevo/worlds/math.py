@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from coevo.verify.latex import boxed, last_boxed, normalize_math  # noqa: F401 (re-exported)
-from coevo.worlds.base import ParseResult, last_question, ResponseFormat, Task
+from coevo.core.world import ParseResult, last_question, ResponseFormat, Task
 from coevo.worlds.synthesis import Synthesis, blocks, schema_check, tags_only
 
 DIFFICULTY_LINE = "Aim for a difficulty such that fewer than 30 % of advanced high-school students could solve it. "
@@ -308,7 +308,7 @@ class MathWorld:
         """Verdict for each (answer, reference) pair: fast path, cache, then the pool
         (``check_math_answer``, the ``math`` kind)."""
         from coevo.verify.checks import MATH_ANSWER_VERSION, math_answer_task
-        from coevo.verify.verdict import Verdict
+        from coevo.core.verdict import Verdict
 
         out: list[Any] = [None] * len(pairs)
         todo: list[int] = []

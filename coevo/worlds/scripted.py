@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import ClassVar, Sequence
 
-from coevo.worlds.base import ParseResult, last_question, ResponseFormat, Task
+from coevo.core.world import ParseResult, last_question, ResponseFormat, Task
 
 PROPOSER_PROMPT = "<propose>"
 SOLVE_PREFIX = "<solve>"

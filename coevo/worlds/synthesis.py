@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from coevo.worlds.base import Task
+from coevo.core.world import Task
 
 BLOCK_RE = {tag: re.compile(rf"<{tag}>(.*?)</{tag}>", re.S) for tag in ("question", "solution", "answer")}
 _TAGS_ONLY = re.compile(r"^\s*<question>.*?</question>\s*<solution>.*?</solution>\s*<answer>.*?</answer>\s*$", re.S)

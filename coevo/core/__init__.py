@@ -1,0 +1,8 @@
+"""The bottom of coevo: the types every layer shares and the contracts between them.
+
+``policy`` (SamplingParams, Completion, Segment, LossConfig, the Policy contract, BackendError),
+``world`` (Task, ParseResult, ResponseFormat, the World contract and its capability protocols),
+``verdict`` (Verdict and the abstention reasons), ``plan`` (StepSpec, round plans),
+``registry`` (RecipeInfo, RoleSpec and the lookup of recipes by name), ``errors`` (the one
+"cannot run" error).  Nothing here imports another coevo package.
+"""
