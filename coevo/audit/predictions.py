@@ -203,7 +203,7 @@ def _p2(datas, audits) -> dict:
         draws_all.append(boot.max(axis=1))
     if not per:
         return _na("P2", "no run with answer groups of one size over at least two steps (first and last bucket)")
-    value = min(min(p["first_error"], p["last_error"]) for p in per)  # MUTATION
+    value = max(max(p["first_error"], p["last_error"]) for p in per)
     draws = np.max(np.stack(draws_all), axis=0)
     lo, hi = np.quantile(draws, [0.025, 0.975])
     j = judge(value, lo, hi, ("<=", 0.02), [(">", 0.05, "the non-identifiability argument fails: evidence 1-3 are void; "
