@@ -1,4 +1,5 @@
-"""coevo command line: run, resume, pretrain, audit, report, reanalyze, simulate, bench, eval, doubt.
+"""coevo command line: run, resume, pretrain, audit, report, reanalyze, simulate, bench, doubt, export
+(more commands, eval included, in coevo/commands/*.py).
 
 Every command turns bad input into a one-line error (exit 2), never a traceback.
 Heavy modules are imported inside commands so ``coevo --help`` stays instant.
@@ -11,10 +12,12 @@ from typing import List, Optional
 import typer
 
 from coevo.cli_common import API_KEY_ENV_HELP, UserError, console, emit_json, fail, solver_policy  # noqa: F401 - re-exported
+from coevo.commands.output import emit, json_option
+from coevo.core.registry import BUILTIN
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Self-evolving proposer-solver training with honest reward accounting.")
-bench_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Benchmarks (print JSON ratios).")
+bench_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Benchmarks (ratios; --json for JSON).")
 reanalyze_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Re-derive a design proposal's analysis of published numbers (see docs/references.md).")
 doubt_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Human check of the reference-in-doubt bucket.")
 app.add_typer(bench_app, name="bench")
@@ -28,8 +31,8 @@ def run(
                                          "...) or a YAML file; default: the preset named after --recipe, else cpu."),
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config merged over the preset."),
     set_: List[str] = typer.Option([], "--set", "-s", help="Override, key=value (dotted keys), repeatable."),
-    recipe: Optional[str] = typer.Option(None, "--recipe", help="rzero | synco | rgbc | drzero | crossfit | msv+crossfit "
-                                                                "(shortcut for --set recipe=...)."),
+    recipe: Optional[str] = typer.Option(None, "--recipe", help=f"{' | '.join(BUILTIN)} | a module path defining "
+                                                                "RECIPES (shortcut for --set recipe=...)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<recipe>-<timestamp>)."),
     resume: Optional[Path] = typer.Option(None, "--resume", help="Continue a run directory from its last completed step."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
@@ -73,6 +76,7 @@ def pretrain(
     steps: Optional[int] = typer.Option(None, help="Override the number of training steps (for tests)."),
     seed: int = typer.Option(0),
     quiet: bool = typer.Option(False, "--quiet", "-q"),
+    as_json: bool = json_option(),
 ):
     """Deterministically pretrain the tiny CPU policies shipped in coevo/assets."""
     from coevo.backends.pretrain import PretrainError, pretrain_roles
@@ -81,7 +85,7 @@ def pretrain(
         info = pretrain_roles(role, out, steps=steps, seed=seed, quiet=quiet)
     except (PretrainError, UserError) as e:
         fail(str(e))
-    emit_json(info)
+    emit(info, as_json)
 
 
 @app.command()
@@ -102,7 +106,7 @@ def report(run_dir: Path = typer.Argument(..., help="Run directory.")):
 @app.command()
 def audit(
     run_dirs: List[Path] = typer.Argument(..., help="One or more run directories."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: bool = json_option(),
     predictions: bool = typer.Option(False, "--predictions", help="Evaluate the design proposals' predictions (RGBC: P1-P6; CASA: P1-P4)."),
     stress: Optional[Path] = typer.Option(None, "--stress", help="`coevo stress` JSON for CASA's P4 (break rates)."),
 ):
@@ -119,19 +123,16 @@ def audit(
         result = audit_runs(run_dirs, predictions=predictions, stress=stress)
     except AuditError as e:
         fail(str(e))
-    if as_json:
-        emit_json(result)
-    else:
-        print_audit(result)
+    emit(result, as_json, print_audit)
 
 
 @reanalyze_app.command("synco")
-def reanalyze_synco(as_json: bool = typer.Option(False, "--json")):
+def reanalyze_synco(as_json: bool = json_option()):
     """Re-derive the RGBC proposal's analysis of SynCo's published numbers."""
     from coevo.audit.reanalyze import print_reanalysis, reanalyze_synco as _re
 
     result = _re()
-    emit_json(result) if as_json else print_reanalysis(result)
+    emit(result, as_json, print_reanalysis)
 
 
 @app.command()
@@ -142,7 +143,7 @@ def simulate(
     a: float = typer.Option(2.0, help="Beta(a, b) pool: a."),
     b: float = typer.Option(2.0, help="Beta(a, b) pool: b."),
     seed: int = typer.Option(0),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = json_option(),
 ):
     """Screen/confirm on a pool with known pass rates: instrument vs truth."""
     from coevo.audit.simulate import SimulateError, print_simulation, simulate_pool
@@ -151,82 +152,25 @@ def simulate(
         result = simulate_pool(pool, k=k, n_tasks=n_tasks, a=a, b=b, seed=seed)
     except SimulateError as e:
         fail(str(e))
-    emit_json(result) if as_json else print_simulation(result)
+    emit(result, as_json, print_simulation)
 
 
 @bench_app.command("bleu")
-def bench_bleu(n: int = typer.Option(2048), sample_pairs: int = typer.Option(3000), seed: int = typer.Option(0)):
+def bench_bleu(n: int = typer.Option(2048), sample_pairs: int = typer.Option(3000), seed: int = typer.Option(0),
+               as_json: bool = json_option()):
     """Repetition penalty: our cached/vectorised pairwise BLEU vs NLTK sentence_bleu."""
     from coevo.rewards.repetition import bench_bleu as _bench
 
-    emit_json(_bench(n=n, sample_pairs=sample_pairs, seed=seed))
+    emit(_bench(n=n, sample_pairs=sample_pairs, seed=seed), as_json)
 
 
 @bench_app.command("verify")
-def bench_verify(n: int = typer.Option(2000), workers: Optional[int] = typer.Option(None), seed: int = typer.Option(0)):
+def bench_verify(n: int = typer.Option(2000), workers: Optional[int] = typer.Option(None), seed: int = typer.Option(0),
+                 as_json: bool = json_option()):
     """Verifier pool throughput vs in-process math-verify on the same answer pairs."""
     from coevo.verify.bench import bench_verify as _bench
 
-    emit_json(_bench(n=n, workers=workers, seed=seed))
-
-
-@app.command("eval")
-def eval_cmd(
-    file: Optional[Path] = typer.Option(None, "--file", "-f", help="JSONL with question + answer(s) (default: shipped 20-question math sample)."),
-    model: str = typer.Option("smollm2", "--model", "-m", help="smollm2 | tiny-llama | tiny-qwen2 | local HF directory."),
-    checkpoint: Optional[Path] = typer.Option(None, "--checkpoint", help="A role checkpoint saved by the hf backend (LoRA weights)."),
-    world: str = typer.Option("math", "--world", help="math | arithmetic (prompt + answer extraction)."),
-    prompt_style: str = typer.Option("rzero", "--prompt-style", help="math world: rzero | fewshot (small models)."),
-    answer_extraction: str = typer.Option("boxed", "--answer-extraction", help="math world: boxed | lenient."),
-    k: int = typer.Option(0, "--k", help="Also report mean@k and Cover-EM@k with k samples per question."),
-    greedy: bool = typer.Option(True, "--greedy/--no-greedy", help="Greedy accuracy (one completion per question)."),
-    temperature: float = typer.Option(0.6, help="Sampling temperature for mean@k."),
-    top_p: float = typer.Option(0.95, help="Top-p for mean@k."),
-    max_new_tokens: int = typer.Option(512, help="Completion length limit."),
-    limit: Optional[int] = typer.Option(None, help="Only the first N questions."),
-    device: str = typer.Option("cpu", help="cpu | cuda"),
-    server: List[str] = typer.Option([], "--server", help="Sample from OpenAI-compatible server(s) instead (repeatable)."),
-    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help=API_KEY_ENV_HELP),
-    as_json: bool = typer.Option(True, "--json/--no-json"),
-):
-    """Accuracy (greedy), mean@k and Cover-EM of a model on a local JSONL benchmark; never downloads."""
-    from coevo.evaluate import EvalError, evaluate_jsonl
-    from coevo.worlds.math import SAMPLE_EVAL
-
-    path = file or SAMPLE_EVAL
-    if not path.is_file():
-        fail(f"eval file not found: {path}")
-    if world not in ("math", "arithmetic"):
-        fail(f"--world must be math or arithmetic, got {world!r}")
-    if world == "math":  # built before the model: a bad option fails fast, and MathWorld says why
-        from coevo.worlds.math import MathWorld
-
-        try:
-            w = MathWorld(prompt_style=prompt_style, answer_extraction=answer_extraction)
-        except ValueError as e:
-            fail(str(e))
-    else:
-        from coevo.worlds.arithmetic import ArithmeticWorld
-
-        w = ArithmeticWorld()
-    try:
-        from coevo.backends.roles import RoleConfigError
-    except ImportError as e:
-        fail(f"the hf extra is needed for `coevo eval` (pip install -e '.[hf]'): {e}")
-    try:
-        pol = solver_policy(model, device, server, checkpoint, command="coevo eval", api_key_env=api_key_env)
-        res = evaluate_jsonl(pol, w, path, k=k, greedy=greedy, temperature=temperature, top_p=top_p,
-                             max_new_tokens=max_new_tokens, limit=limit)
-    except (EvalError, RoleConfigError, UserError) as e:
-        fail(str(e))
-    except Exception as e:  # noqa: BLE001 - model loading errors etc. become one line
-        fail(f"{type(e).__name__}: {e}")
-    if as_json:
-        emit_json(res)
-    else:
-        for key in ("accuracy_greedy", "cover_em_greedy", f"mean@{k}", f"cover_em@{k}"):
-            if key in res:
-                console.print(f"{key}: {res[key]:.3f}")
+    emit(_bench(n=n, workers=workers, seed=seed), as_json)
 
 
 @doubt_app.command("export")
@@ -234,6 +178,7 @@ def doubt_export(
     run_dir: Path = typer.Argument(..., help="Run directory of a synco/rgbc run."),
     n: int = typer.Option(200, "--n", help="Tasks to export (bucket plus blind controls)."),
     seed: int = typer.Option(0),
+    as_json: bool = json_option(),
 ):
     """Write the reference-in-doubt bucket (mixed with controls, blind to nu) for human labelling."""
     from coevo.doubt import DoubtError, export_doubt
@@ -241,9 +186,10 @@ def doubt_export(
     if not run_dir.is_dir():
         fail(f"run directory not found: {run_dir}")
     try:
-        emit_json(export_doubt(run_dir, n=n, seed=seed))
+        res = export_doubt(run_dir, n=n, seed=seed)
     except DoubtError as e:
         fail(str(e))
+    emit(res, as_json)
 
 
 @doubt_app.command("import")
@@ -252,6 +198,7 @@ def doubt_import(
     labels: Path = typer.Argument(..., help="CSV with columns id, correct_answer."),
     min_precision: Optional[float] = typer.Option(None, help="Gate: precision (default rgbc.doubt_gate_precision)."),
     min_recall: Optional[float] = typer.Option(None, help="Gate: recall (default rgbc.doubt_gate_recall)."),
+    as_json: bool = json_option(),
 ):
     """Precision/recall of the mode anchor against human labels, and the gate for the bucket."""
     from coevo.doubt import DoubtError, import_labels
@@ -259,9 +206,10 @@ def doubt_import(
     if not run_dir.is_dir():
         fail(f"run directory not found: {run_dir}")
     try:
-        emit_json(import_labels(run_dir, labels, min_precision, min_recall))
+        res = import_labels(run_dir, labels, min_precision, min_recall)
     except DoubtError as e:
         fail(str(e))
+    emit(res, as_json)
 
 
 @app.command("export")

@@ -1,7 +1,7 @@
 """``coevo bench step``: where a step's time goes (docs/speed.md).
 
 Runs a few steps of a preset (default ``cpu``) with a small budget, in a temporary run
-directory, and prints one JSON object:
+directory, and prints (with ``--json``) one JSON object:
 
 * ``stages``: seconds per stage (sample, verify, reward, update, ledger, eval, state, other)
   summed over the steps, from the ledger's ``steps.stage_seconds_json`` (``coevo.timing``),
@@ -25,7 +25,8 @@ from typing import List, Optional
 
 import typer
 
-from coevo.cli_common import UserError, emit_json, fail
+from coevo.cli_common import UserError, fail
+from coevo.commands.output import emit, json_option
 
 # budget -> overrides of the preset (R-Zero keys: the default preset's recipe)
 BUDGETS = {
@@ -76,7 +77,7 @@ def solver_batch(cfg, n_prompts: int, n: int):
     """The solver policy of ``cfg``, its world and prompts of one solver batch (held-out tasks)."""
     from coevo.recipes.base import sampling_params
     from coevo.runner import make_policies, make_world
-    from coevo.worlds.base import role_sampling
+    from coevo.core.world import role_sampling
 
     world = make_world(cfg)
     policy = make_policies(cfg)["solver"]
@@ -177,8 +178,9 @@ def register(apps: dict) -> None:
         repeats: int = typer.Option(3, min=1, help="Timed repeats of the reference measurements."),
         run: Optional[Path] = typer.Option(None, "--run", help="Summarize an existing run directory instead."),
         keep: Optional[Path] = typer.Option(None, "--keep", help="Run directory to keep (default: a temporary one)."),
+        as_json: bool = json_option(),
     ):
-        """Per-stage seconds of a short run and the share of step time spent in model compute (JSON)."""
+        """Per-stage seconds of a short run and the share of step time spent in model compute."""
         from coevo.config import ConfigError
         from coevo.ledger.store import LedgerError
         from coevo.runner import RunError
@@ -190,8 +192,9 @@ def register(apps: dict) -> None:
                 steps = stage_seconds(run)
                 if not steps:
                     raise UserError(f"{run}: no per-stage timings in its ledger (written before coevo recorded them)")
-                emit_json({"run": str(run), **summarize(steps), "per_step": steps})
-                return
-            emit_json(bench_step(preset, budget, list(set_), repeats, keep))
+                res = {"run": str(run), **summarize(steps), "per_step": steps}
+            else:
+                res = bench_step(preset, budget, list(set_), repeats, keep)
         except (UserError, ConfigError, RunError, LedgerError) as e:
             fail(str(e))
+        emit(res, as_json)

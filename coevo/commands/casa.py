@@ -8,7 +8,8 @@ from typing import List, Optional
 
 import typer
 
-from coevo.cli_common import emit_json, fail
+from coevo.cli_common import fail
+from coevo.commands.output import emit, json_option
 
 
 def register(apps: dict) -> None:
@@ -19,7 +20,7 @@ def register(apps: dict) -> None:
     def predictions_cmd(
         run_dirs: List[Path] = typer.Argument(..., help="Run directories whose ledgers hold criterion_scores."),
         stress: Optional[Path] = typer.Option(None, "--stress", help="JSON written by `coevo stress` (CASA-P4)."),
-        as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+        as_json: bool = json_option(),
     ):
         """Evaluate CASA-P1..P4 (docs/casa.md) on the runs given."""
         from coevo.audit.casa_predictions import evaluate_casa_predictions
@@ -37,7 +38,4 @@ def register(apps: dict) -> None:
             fail(str(e))
         if not preds:
             fail("no run given has criterion_scores rows (not a CASA run)")
-        if as_json:
-            emit_json(preds)
-        else:
-            print_predictions(preds)
+        emit(preds, as_json, print_predictions)

@@ -6,14 +6,16 @@ from typing import List, Optional
 
 import typer
 
-from coevo.cli_common import API_KEY_ENV_HELP, UserError, console, emit_json, fail, solver_policy
+from coevo.cli_common import UserError, console, fail
+from coevo.commands import model_options as mo
+from coevo.commands.output import emit, json_option
 
 
 def _arithmetic_tasks(n: int, seed: int, levels: str):
     import random
 
     from coevo.worlds.arithmetic import LEVELS, evaluate, generate, task_id_for
-    from coevo.worlds.base import Task
+    from coevo.core.world import Task
 
     want = [lv.strip() for lv in levels.split(",") if lv.strip()]
     bad = [lv for lv in want if lv not in LEVELS]
@@ -29,35 +31,19 @@ def _arithmetic_tasks(n: int, seed: int, levels: str):
     return tasks
 
 
-def _policy(model: str, world_name: str, device: str, server: list[str], seed: int, api_key_env: str):
-    if model == "tiny":
-        if world_name != "arithmetic":
-            raise UserError("--model tiny is the shipped arithmetic solver: use --world arithmetic")
-        from coevo.backends.tiny import TinyPolicy
-        from coevo.runner import ASSETS
-
-        return TinyPolicy.from_checkpoint("solver", ASSETS / "solver.pt", lr=1e-4, seed=seed)
-    return solver_policy(model, device, server, command="coevo certify", api_key_env=api_key_env)
-
-
-def _world(name: str, prompt_style: str):
+def _world(name: str, opts):
     if name == "arithmetic":
         from coevo.worlds.arithmetic import ArithmeticWorld
 
         return ArithmeticWorld()
     if name == "math":
-        from coevo.worlds.math import MathWorld
-
-        try:
-            return MathWorld(prompt_style=prompt_style, answer_extraction="lenient")
-        except ValueError as e:
-            raise UserError(str(e)) from None
-    raise UserError(f"--world must be math or arithmetic, got {name!r}")
+        return opts.math_world()
+    raise UserError(f"--world {name!r}: expected math | arithmetic")
 
 
 def _truth(policy, world, tasks, verifier, n: int, sp) -> list[float]:
     """Plug-in pass rate per task from ``n`` extra audit-stream samples."""
-    from coevo.worlds.base import role_sampling
+    from coevo.core.world import role_sampling
 
     sp = role_sampling(world, "solver", sp)
     p = []
@@ -74,36 +60,41 @@ def register(apps: dict) -> None:
     @apps["main"].command("certify")
     def certify_cmd(
         tasks_file: Optional[Path] = typer.Argument(None, help="JSONL with question + answer per line (omit with --arithmetic N)."),
-        model: str = typer.Option("tiny", "--model", "-m", help="tiny (shipped arithmetic solver) | smollm2 | local HF dir."),
         world: str = typer.Option("arithmetic", "--world", help="arithmetic | math (prompts, answer extraction, verifier)."),
         arithmetic: int = typer.Option(0, "--arithmetic", help="Generate N arithmetic tasks instead of a file."),
         levels: str = typer.Option("L3", "--levels", help="Arithmetic levels of generated tasks, comma-separated."),
         k: int = typer.Option(4, "--k", help="Rollouts per group (screen and confirm)."),
         batch: int = typer.Option(32, "--batch", help="Tasks per batch for the batch bootstrap."),
         truth_samples: int = typer.Option(0, "--truth-samples", help="Also estimate each task's pass rate from N extra samples."),
-        temperature: float = typer.Option(1.0, help="Sampling temperature."),
-        top_p: float = typer.Option(1.0, help="Top-p."),
         max_new_tokens: int = typer.Option(64, help="Completion length limit."),
-        prompt_style: str = typer.Option("fewshot", help="math world: rzero | fewshot."),
         limit: Optional[int] = typer.Option(None, help="Only the first N tasks of the file."),
-        device: str = typer.Option("cpu", help="cpu | cuda"),
-        server: List[str] = typer.Option([], "--server", help="OpenAI-compatible server(s) to sample from."),
-        api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help=API_KEY_ENV_HELP),
         seed: int = typer.Option(0),
         html_out: Optional[Path] = typer.Option(None, "--html", help="Also write the certificate as HTML."),
-        as_json: bool = typer.Option(True, "--json/--no-json"),
+        model: str = mo.option("model"),
+        checkpoint: Optional[Path] = mo.option("checkpoint"),
+        prompt_style: str = mo.option("prompt_style"),
+        answer_extraction: str = mo.option("answer_extraction"),
+        temperature: float = mo.option("temperature"),
+        top_p: float = mo.option("top_p"),
+        device: str = mo.option("device"),
+        server: List[str] = mo.option("server"),
+        api_key_env: str = mo.option("api_key_env"),
+        as_json: bool = json_option(),
     ):
         """Zero-training certificate: screen/confirm groups with a frozen model, kappa-bar with intervals,
         the null-model fit error, nu-bar and P1's verdict."""
         from coevo.audit.certify import CertifyError, certify
-        from coevo.backends.base import SamplingParams
+        from coevo.core.policy import SamplingParams
         from coevo.stages.equivalence import make_run_verifier
         from coevo.verify.pool import default_pool
 
         try:
+            opts = mo.from_cli(model=model, checkpoint=checkpoint, device=device, server=server,
+                               api_key_env=api_key_env, temperature=temperature, top_p=top_p,
+                               prompt_style=prompt_style, answer_extraction=answer_extraction)
             if (tasks_file is None) == (arithmetic <= 0):
                 raise UserError("give a TASKS.jsonl file or --arithmetic N (one of the two)")
-            w = _world("arithmetic" if arithmetic else world, prompt_style)
+            w = _world("arithmetic" if arithmetic else world, opts)
             if arithmetic:
                 tasks = _arithmetic_tasks(arithmetic, seed, levels)
             else:
@@ -115,9 +106,9 @@ def register(apps: dict) -> None:
                     tasks = load_jsonl_tasks(tasks_file)[:limit] if limit else load_jsonl_tasks(tasks_file)
                 except ValueError as e:
                     raise UserError(str(e)) from None
-            pol = _policy(model, w.name, device, server, seed, api_key_env)
+            pol = opts.policy("coevo certify", w.name, seed=seed)
             verifier = make_run_verifier(None, None, w, pool=default_pool())
-            sp = SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, stream="audit")
+            sp = SamplingParams(temperature=opts.temperature, top_p=opts.top_p, max_new_tokens=max_new_tokens, stream="audit")
             truth = _truth(pol, w, tasks, verifier, truth_samples, sp) if truth_samples > 0 else None
             cert = certify(pol, w, tasks, verifier, k=k, sampling=sp, batch=batch, truth_p=truth, seed=seed,
                            progress=console.print)
@@ -131,9 +122,10 @@ def register(apps: dict) -> None:
             from coevo.report.certify import certificate_html
 
             html_out.write_text(certificate_html(cert))
-        if as_json:
-            emit_json(cert)
-        else:
-            kb = cert["kappa_bar"]
-            console.print(f"kappa-bar {kb['value']:.3f} [{kb['ci_low']:.3f}, {kb['ci_high']:.3f}] n={kb['n']}; "
-                          f"null-model fit error {cert['null_model']['fit_error']:.4f}; P1: {cert['p1']['verdict']}")
+        emit(cert, as_json, _print_certificate)
+
+
+def _print_certificate(cert: dict) -> None:
+    kb = cert["kappa_bar"]
+    print(f"kappa-bar {kb['value']:.3f} [{kb['ci_low']:.3f}, {kb['ci_high']:.3f}] n={kb['n']}; "
+          f"null-model fit error {cert['null_model']['fit_error']:.4f}; P1: {cert['p1']['verdict']}")

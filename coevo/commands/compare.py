@@ -6,12 +6,13 @@ from typing import List, Optional
 
 import typer
 
-from coevo.cli_common import console, emit_json, fail
+from coevo.cli_common import console, fail
+from coevo.commands.output import emit, json_option
 
 
 def compare(
     run_dirs: List[Path] = typer.Argument(..., help="Run directories (arms and seeds)."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: bool = json_option(),
     html: Optional[Path] = typer.Option(None, "--html", help="Also write an HTML page with plots to this file."),
 ):
     """Runs side by side: summary numbers and audit instruments with intervals; per arm (configs that differ
@@ -31,10 +32,7 @@ def compare(
             write_compare_html(result, html)
         except OSError as e:
             fail(f"cannot write {html}: {e.strerror or e}")
-    if as_json:
-        emit_json(result)
-    else:
-        print_compare(result)
+    emit(result, as_json, print_compare)
     if html is not None:
         console.print(f"wrote {html}")
 

@@ -8,14 +8,15 @@ from typing import List, Optional
 
 import typer
 
-from coevo.cli_common import UserError, emit_json, fail
+from coevo.cli_common import UserError, fail
+from coevo.commands.output import emit, json_option
 
 app = typer.Typer(help="Criteria banks: validate a bank file, derive a bank with an annotator policy.",
                   no_args_is_help=True)
 
 
 @app.command()
-def validate(bank: Path = typer.Argument(..., help="Bank file (.jsonl, or .yaml / .yml).")):
+def validate(bank: Path = typer.Argument(..., help="Bank file (.jsonl, or .yaml / .yml)."), as_json: bool = json_option()):
     """Validate a criteria bank; print counts by kind and axis, or one error line (exit 2)."""
     from coevo.criteria.bank import BankError, bank_summary, load_bank
 
@@ -23,7 +24,7 @@ def validate(bank: Path = typer.Argument(..., help="Bank file (.jsonl, or .yaml 
         entries = load_bank(bank)
     except BankError as e:
         fail(str(e))
-    emit_json({"bank": str(bank), "ok": True, **bank_summary(entries)})
+    emit({"bank": str(bank), "ok": True, **bank_summary(entries)}, as_json)
 
 
 def derive_world(world: str, options: List[str]):
@@ -58,6 +59,7 @@ def derive(
     rejections: Optional[Path] = typer.Option(None, help="Rejections JSONL (default: OUT with .rejections.jsonl)."),
     include: Optional[Path] = typer.Option(None, help="A bank whose entries are written first (hand-written)."),
     option: List[str] = typer.Option([], "--option", help="World option key=value (repeatable)."),
+    as_json: bool = json_option(),
 ):
     """Derive-then-verify: the annotator solves; only answers passing the endpoint check
     give criteria (their intermediate steps); rejected candidates are kept with reasons."""
@@ -86,9 +88,9 @@ def derive(
     reasons: dict = {}
     for r in rejected:
         reasons[r["reason"]] = reasons.get(r["reason"], 0) + 1
-    emit_json({"out": str(out), "rejections": str(rej_path), "prompts": len(tasks), "accepted": len(entries),
+    emit({"out": str(out), "rejections": str(rej_path), "prompts": len(tasks), "accepted": len(entries),
                "included": len(head), "rejected_candidates": len(rejected), "by_reason": reasons,
-               "derived_checkpoints_true": _truth_share(entries)})
+               "derived_checkpoints_true": _truth_share(entries)}, as_json)
 
 
 def _truth_share(entries) -> Optional[float]:

@@ -8,7 +8,9 @@ from typing import List, Optional
 
 import typer
 
-from coevo.cli_common import API_KEY_ENV_HELP, UserError, console, emit_json, fail, solver_policy
+from coevo.cli_common import UserError, console, fail
+from coevo.commands import model_options as mo
+from coevo.commands.output import emit, json_option
 
 
 def load_benchmarks(spec: str, data_dir: Optional[Path], split: Optional[str], limit: Optional[int]) -> list:
@@ -35,11 +37,6 @@ def make_retriever(corpus: Optional[Path], retriever_url: Optional[str], timeout
                                           **load.summary(5)}
 
 
-def make_solver(model: str, device: str, server: List[str], checkpoint: Optional[Path],
-                api_key_env: str = "OPENAI_API_KEY"):
-    return solver_policy(model, device, server, checkpoint, command="coevo eval-qa", api_key_env=api_key_env)
-
-
 def write_samples(path: Path, samples: dict) -> None:
     with open(path, "w", encoding="utf-8") as f:
         for bench, rows in samples.items():
@@ -60,18 +57,22 @@ def eval_qa(
     source_field: str = typer.Option("title", help="Corpus field used as the passage's source id."),
     topk: int = typer.Option(3, help="Passages per search (Search-R1: 3)."),
     max_turns: int = typer.Option(4, help="Search calls per question."),
-    model: str = typer.Option("smollm2", "--model", "-m", help="smollm2 | tiny-llama | tiny-qwen2 | local HF directory."),
-    checkpoint: Optional[Path] = typer.Option(None, "--checkpoint", help="A role checkpoint saved by the hf backend."),
-    server: List[str] = typer.Option([], "--server", help="Sample from OpenAI-compatible server(s) (repeatable)."),
-    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help=API_KEY_ENV_HELP),
-    device: str = typer.Option("cpu", help="cpu | cuda"),
     max_new_tokens: int = typer.Option(256, help="Tokens per turn."),
     batch_size: int = typer.Option(16, help="Questions per rollout batch."),
     limit: Optional[int] = typer.Option(None, help="Only the first N questions of each benchmark."),
     samples: Optional[Path] = typer.Option(None, "--samples", help="Write per-question rows (answer, EM, Cover-EM) as JSONL."),
+    greedy: bool = typer.Option(True, "--greedy/--no-greedy", help="Greedy decoding (else sample at --temperature / --top-p)."),
+    model: str = mo.option("model"),
+    checkpoint: Optional[Path] = mo.option("checkpoint"),
+    temperature: float = mo.option("temperature"),
+    top_p: float = mo.option("top_p"),
+    device: str = mo.option("device"),
+    server: List[str] = mo.option("server"),
+    api_key_env: str = mo.option("api_key_env"),
+    as_json: bool = json_option(),
 ):
-    """EM and Cover-EM of a search-agent solver per benchmark, with unweighted and question-weighted means (JSON)."""
-    from coevo.backends.base import SamplingParams
+    """EM and Cover-EM of a search-agent solver per benchmark, with unweighted and question-weighted means."""
+    from coevo.core.policy import SamplingParams
     from coevo.qa.agent import SearchQAWorld
     from coevo.qa.benchmarks import BenchmarkError
     from coevo.qa.evaluate import evaluate_qa
@@ -79,13 +80,18 @@ def eval_qa(
     from coevo.retrieval.http import RetrievalError
 
     try:
+        opts = mo.from_cli(model=model, checkpoint=checkpoint, device=device, server=server, api_key_env=api_key_env,
+                           temperature=temperature, top_p=top_p)
+        if opts.model == mo.TINY:
+            raise UserError(f"--model {mo.TINY} is the shipped arithmetic solver: it cannot read QA prompts")
         if topk < 1 or max_turns < 0 or max_new_tokens < 1 or (limit is not None and limit < 1):
             raise UserError("--topk, --max-new-tokens and --limit must be >= 1, --max-turns >= 0")
         loads = load_benchmarks(benchmark, data_dir, split, limit)
         retriever, rinfo = make_retriever(corpus, retriever_url, retriever_timeout, source_field)
         world = SearchQAWorld(retriever, topk=topk)
-        pol = make_solver(model, device, server, checkpoint, api_key_env)
-        sp = SamplingParams(greedy=True, temperature=0.0, max_new_tokens=max_new_tokens)
+        pol = opts.policy("coevo eval-qa", world.name)
+        sp = (SamplingParams(greedy=True, temperature=0.0, max_new_tokens=max_new_tokens) if greedy else
+              SamplingParams(temperature=opts.temperature, top_p=opts.top_p, max_new_tokens=max_new_tokens))
         res = evaluate_qa(pol, world, loads, sp, max_turns=max_turns, batch_size=batch_size,
                           keep_samples=samples is not None)
     except (UserError, BenchmarkError, CorpusError, RetrievalError, ValueError) as e:
@@ -94,7 +100,7 @@ def eval_qa(
         fail(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
     if samples is not None:
         write_samples(samples, res.pop("samples"))
-    emit_json({**res, "retrieval": rinfo, "model": model, "servers": list(server)})
+    emit({**res, "retrieval": rinfo, "model": model, "servers": list(server)}, as_json)
 
 
 def serve_retriever(

@@ -6,7 +6,8 @@ from typing import Optional
 
 import typer
 
-from coevo.cli_common import emit_json, fail
+from coevo.cli_common import fail
+from coevo.commands.output import emit, json_option
 
 
 def register(apps: dict) -> None:
@@ -24,6 +25,7 @@ def register(apps: dict) -> None:
         expect_cpus: int = typer.Option(0, "--expect-cpus", help="Wait until the cluster has this many CPUs."),
         isolate: bool = typer.Option(True, "--isolate/--no-isolate",
                                      help="Local clusters in a private network namespace (needs root and ip)."),
+        as_json: bool = json_option(),
     ):
         """Ray verifier actors vs the local VerifierPool on the same pairs: items/s and their ratio."""
         from coevo.executors import ExecutorError
@@ -49,4 +51,4 @@ def register(apps: dict) -> None:
         except (ExecutorError, RuntimeError) as e:
             lines = [x.strip() for x in str(e).splitlines() if x.strip()]
             fail(" | ".join(lines[:1] + lines[-1:]) if lines else type(e).__name__)
-        emit_json(res)
+        emit(res, as_json)

@@ -11,7 +11,8 @@ from typing import List, Optional
 
 import typer
 
-from coevo.cli_common import console, emit_json, fail
+from coevo.cli_common import console, fail
+from coevo.commands.output import emit, json_option
 
 
 def _fmt(x) -> str:
@@ -46,7 +47,7 @@ def print_stress(res: dict) -> None:
 
 def stress(
     bank: Path = typer.Argument(..., help="Criteria bank (JSONL / YAML, docs/criteria.md)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the JSON instead of the table."),
+    as_json: bool = json_option(),
     out: Optional[Path] = typer.Option(None, "--out", help="Also write the JSON here (CASA-P4 reads it)."),
     family: List[str] = typer.Option([], "--family", help="Only these adversarial families (repeatable)."),
     timeout_s: float = typer.Option(60.0, "--timeout", help="Wall-clock limit of the sandboxed recomputation."),
@@ -79,10 +80,7 @@ def stress(
         except OSError as e:
             fail(f"cannot write {out}: {e.strerror}")
         console.print(f"wrote {out}")
-    if as_json:
-        emit_json(res)
-    else:
-        print_stress(res)
+    emit(res, as_json, print_stress)
 
 
 def register(apps: dict) -> None:
