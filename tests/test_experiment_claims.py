@@ -111,7 +111,8 @@ def test_grid_resources_and_manifest():
     assert g[0].run_args() == ["--preset", "cpu", "--set", "a=1", "--set", "b=2", "--set", "backend.threads=1",
                                "--set", "seed=0"]
     assert g[0].resources.gpus == 0 and g[1].resources.gpus == 1  # qwen-1gpu: openai backend -> a GPU
-    assert resources_for("cpu", ["backend.kind=hf"]).gpus == 1
+    assert resources_for("cpu", ["backend.kind=hf", "backend.options.device=cuda"]).gpus == 1
+    assert resources_for("smollm2-cpu").gpus == 0 and resources_for("qwen-1gpu", ["backend.options.device=cpu"]).gpus == 0
     with pytest.raises(ValueError, match="unknown budget"):
         exp.grid("huge")
     m = exp.manifest("ci", g)

@@ -105,9 +105,15 @@ def run_grid(name, seeds, jobs, executor, address, budget, out, as_json, quiet, 
 
 
 def print_result(res: dict) -> None:
+    """The claims table, the experiment's tables and the timing line, on stdout."""
+    import os
+
+    from rich.console import Console
     from rich.table import Table
 
     from coevo.experiments.report import fmt
+
+    console = Console(width=int(os.environ.get("COLUMNS") or 160), highlight=False)
 
     t = Table(title=f"{res['experiment']} · budget {res['budget']} · seeds {res['seeds']}")
     for col in ("claim", "estimate", "95% CI", "MDE", "paper", "verdict", "n"):
@@ -129,7 +135,7 @@ def print_result(res: dict) -> None:
     share = tm.get("model_compute_share_of_run_wall")
     console.print(f"wall {tm.get('wall_s', 0):.1f} s (runs: {tm.get('runs_wall_s', 0):.1f} s wall, "
                   f"{tm.get('runs_cpu_s', 0):.1f} s CPU; model compute {'-' if share is None else f'{100 * share:.1f}%'}"
-                  f" of run wall); report: {res.get('report')}", highlight=False)
+                  f" of run wall); report: {res.get('report')}", soft_wrap=True)
 
 
 def crossfit_ablation(

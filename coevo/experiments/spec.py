@@ -58,30 +58,43 @@ class RunSpec:
         return args + ["--set", f"seed={self.seed}"]
 
 
-def _preset_backend(preset: str) -> str:
-    """The ``backend.kind`` a preset declares (``tiny`` when it names none or cannot be read)."""
+def _preset_backend(preset: str) -> tuple:
+    """``(backend.kind, backend.options.device)`` of a preset (``("tiny", "cpu")`` when it cannot be
+    read): through ``coevo.config.load_config`` (wherever presets live), else the YAML file itself."""
+    try:
+        from coevo.config import load_config
+
+        b = load_config(preset, None, []).backend
+        return str(b.kind), str((b.options or {}).get("device") or "cpu")  # the hf roles default: cpu
+    except Exception:  # noqa: BLE001 - a preset the loader refuses here still gets its YAML read
+        pass
     import yaml
 
     path = Path(preset)
     if not path.suffix:
-        from coevo.config import PRESET_DIR  # public name of the config module; read lazily
+        from coevo.config import PRESET_DIR
 
         path = Path(PRESET_DIR) / f"{preset}.yaml"
     try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError):
-        return "tiny"
-    return str((data.get("backend") or {}).get("kind", "tiny"))
+        b = (yaml.safe_load(path.read_text()) or {}).get("backend") or {}
+    except (OSError, yaml.YAMLError, AttributeError):
+        return "tiny", "cpu"
+    return str(b.get("kind", "tiny")), str((b.get("options") or {}).get("device") or "cpu")
 
 
 def resources_for(preset: str, overrides: Sequence[str] = ()) -> Resources:
-    """One CPU per run; one GPU as well when the run's backend is hf or openai (from the preset,
-    or a ``backend.kind=...`` override)."""
-    kind = _preset_backend(preset)
+    """One CPU per run; one GPU as well when the run's backend is hf or openai on a CUDA device
+    (from the preset, or ``backend.kind=`` / ``backend.options.device=`` overrides)."""
+    kind, device = _preset_backend(preset)
     for o in overrides:
-        if o.startswith("backend.kind="):
-            kind = o.split("=", 1)[1].strip().strip("'\"")
-    return Resources(cpus=1.0, gpus=1.0 if kind in GPU_BACKENDS else 0.0)
+        key, _, val = o.partition("=")
+        val = val.strip().strip("'\"")
+        if key == "backend.kind":
+            kind = val
+        elif key == "backend.options.device":
+            device = val
+    gpu = kind in GPU_BACKENDS and device.startswith("cuda")
+    return Resources(cpus=1.0, gpus=1.0 if gpu else 0.0)
 
 
 class Runs:
