@@ -12,6 +12,8 @@ import typer
 
 from coevo.cli_common import console, emit_json, fail
 
+JSON_HELP = "Print the result as one JSON object on stdout (default: a readable summary)."
+
 
 def register(apps: dict) -> None:
     from coevo.experiments import REGISTRY
@@ -47,7 +49,7 @@ def _grid_command(name: str):
         address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address HOST:PORT."),
         budget: str = typer.Option("default", "--budget", help="default | ci | ... (the experiment's budgets)."),
         out: Optional[Path] = typer.Option(None, "--out", help="Experiment directory (default runs/experiments/NAME[-BUDGET])."),
-        as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+        as_json: bool = typer.Option(False, "--json/--no-json", help=JSON_HELP),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines."),
         preset: Optional[str] = typer.Option(None, "--preset", "-p", help="Replace every arm's preset (e.g. qwen-1gpu)."),
         set_: List[str] = typer.Option([], "--set", "-s", help="Override added to every run, key=value, repeatable."),
@@ -65,7 +67,7 @@ def _run_any(
     address: Optional[str] = typer.Option(None, "--address"),
     budget: str = typer.Option("default", "--budget"),
     out: Optional[Path] = typer.Option(None, "--out"),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = typer.Option(False, "--json/--no-json"),
     quiet: bool = typer.Option(False, "--quiet", "-q"),
     preset: Optional[str] = typer.Option(None, "--preset", "-p"),
     set_: List[str] = typer.Option([], "--set", "-s"),
@@ -150,7 +152,7 @@ def crossfit_ablation(
     costs: bool = typer.Option(True, "--costs/--no-costs", help="Also run Dr. Zero, CrossFit, MSV+CrossFit per seed "
                                                                  "(rollouts, wall time, held-out Cover-EM)."),
     out: Path = typer.Option(Path("runs/crossfit-ablation"), "--out", help="Where the plot, JSON and cost runs go."),
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    as_json: bool = typer.Option(False, "--json/--no-json", help=JSON_HELP),
 ):
     """FF and proposer reward per CrossFit fold strategy over seeds (95 % intervals), a table, a plot."""
     from coevo.config import ConfigError
