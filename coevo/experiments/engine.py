@@ -59,8 +59,10 @@ class Progress:
                 self.stream.flush()
 
     def tick(self, force: bool = False) -> None:
-        run = ", ".join(f"{n} ({steps_done(self.runs_dir / n) + 1} steps done)" for n in sorted(self.running))
-        line = f"[{self.name}] {len(self.done)}/{len(self.grid)} runs done" + (f"; running {run}" if run else "")
+        with self.lock:  # worker threads change both sets
+            running, done = sorted(self.running), len(self.done)
+        run = ", ".join(f"{n} ({steps_done(self.runs_dir / n) + 1} steps done)" for n in running)
+        line = f"[{self.name}] {done}/{len(self.grid)} runs done" + (f"; running {run}" if run else "")
         now = time.monotonic()
         if force or line != self.last and now - self.last_t > 2.0 or now - self.last_t > 30.0:
             self.last, self.last_t = line, now
@@ -113,7 +115,10 @@ def _execute_local(grid: List[RunSpec], prog: Progress, jobs: int) -> Dict[str, 
             with prog.lock:
                 prog.running.add(spec.name)
             d = prog.runs_dir / spec.name
-            res = run_child(d, spec.run_args(), prog.runs_dir / f"{spec.name}.log")
+            try:
+                res = run_child(d, spec.run_args(), prog.runs_dir / f"{spec.name}.log")
+            except OSError as e:  # cannot start the child (disk, fork): this run fails, the others go on
+                res = {"rc": 1, "wall_s": 0.0, "cpu_s": 0.0, "command": "run", "error": f"{type(e).__name__}: {e}"}
             _finish(prog, spec, res, failed)
 
     threads = [threading.Thread(target=worker, daemon=True) for _ in range(max(1, min(jobs, len(grid))))]
