@@ -61,12 +61,16 @@ class Progress:
     def tick(self, force: bool = False) -> None:
         with self.lock:  # worker threads change both sets
             running, done = sorted(self.running), len(self.done)
-        run = ", ".join(f"{n} ({steps_done(self.runs_dir / n) + 1} steps done)" for n in running)
+        run = ", ".join(f"{n} ({_steps(steps_done(self.runs_dir / n))})" for n in running)
         line = f"[{self.name}] {done}/{len(self.grid)} runs done" + (f"; running {run}" if run else "")
         now = time.monotonic()
         if force or line != self.last and now - self.last_t > 2.0 or now - self.last_t > 30.0:
             self.last, self.last_t = line, now
             self.say(line)
+
+
+def _steps(last: int) -> str:
+    return "starting" if last < 0 else f"{last + 1} steps done"
 
 
 def _timing_path(runs_dir: Path, name: str) -> Path:
