@@ -43,7 +43,7 @@ def test_topk_agreement_hand_values():
 
 
 def test_bench_command_tiny():
-    res = CliRunner().invoke(app, ["bench", "retrieval", "--passages", "300", "--queries", "40", "--k", "5"])
+    res = CliRunner().invoke(app, ["bench", "retrieval", "--passages", "300", "--queries", "40", "--k", "5", "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert {"ours", "reference", "ratio", "agreement", "passages", "queries", "k"} <= set(out)

@@ -11,7 +11,7 @@ STAGE_NAMES = {"sample", "verify", "reward", "update", "ledger", "eval", "state"
 
 def test_bench_step_tiny(tmp_path):
     keep = tmp_path / "run"
-    p = run_coevo("bench", "step", "--budget", "tiny", "--repeats", "1", "--keep", str(keep))
+    p = run_coevo("bench", "step", "--budget", "tiny", "--repeats", "1", "--keep", str(keep), "--json")
     res = json.loads(p.stdout)
     assert {"preset", "budget", "threads", "n_steps", "step_seconds", "stages", "model_compute", "per_step",
             "reference", "seconds_by_phase"} <= set(res)
@@ -35,7 +35,7 @@ def test_bench_step_tiny(tmp_path):
     assert fb["batch"][0] == 8 and fb["ours_s"] > 0 and fb["bare_s"] > 0 and fb["ours_over_bare"] > 0
     # the kept run's report shows the section; --run reads the same numbers back
     assert "Loop speed" in (keep / "report.html").read_text()
-    again = json.loads(run_coevo("bench", "step", "--run", str(keep)).stdout)
+    again = json.loads(run_coevo("bench", "step", "--run", str(keep), "--json").stdout)
     assert again["per_step"] == res["per_step"] and again["stages"] == res["stages"]
 
 

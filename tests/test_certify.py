@@ -78,7 +78,7 @@ def test_cli_arithmetic_tiny_solver(tmp_path):
     """The real CLI: a frozen tiny solver on generated L3 tasks, pass rates estimated from 32 extra
     samples per task; the truth lies in the interval; the HTML page is written."""
     html = tmp_path / "cert.html"
-    out = subprocess.run([sys.executable, "-m", "coevo", "certify", "--arithmetic", "96", "--levels", "L3",
+    out = subprocess.run([sys.executable, "-m", "coevo", "certify", "--arithmetic", "96", "--levels", "L3", "--model", "tiny", "--json",
                           "--truth-samples", "32", "--html", str(html)], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     cert = json.loads(out.stdout)

@@ -103,7 +103,7 @@ def test_validate_cli_one_line_error(tmp_path):
 
     from coevo.cli import app
 
-    r = CliRunner().invoke(app, ["criteria", "validate", str(SHIPPED)])
+    r = CliRunner().invoke(app, ["criteria", "validate", str(SHIPPED), "--json"])
     assert r.exit_code == 0 and json.loads(r.stdout)["ok"] is True
     p = write_lines(tmp_path, [bad_crit(weight=0)])
     r = CliRunner().invoke(app, ["criteria", "validate", str(p)])
@@ -145,7 +145,7 @@ def test_derive_cli_oracle(tmp_path):
     from coevo.cli import app
 
     out = tmp_path / "b.jsonl"
-    r = CliRunner().invoke(app, ["criteria", "derive", "--annotator", "oracle", "--n", "3", "--out", str(out)])
+    r = CliRunner().invoke(app, ["criteria", "derive", "--annotator", "oracle", "--n", "3", "--out", str(out), "--json"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     assert (d["accepted"], d["rejected_candidates"], d["derived_checkpoints_true"]) == (3, 0, 1.0)

@@ -111,7 +111,7 @@ def test_cli_eval_on_shipped_sample():
 
     from coevo.cli import app
 
-    res = CliRunner().invoke(app, ["eval", "--model", "tiny-llama", "--max-new-tokens", "4", "--k", "2"])
+    res = CliRunner().invoke(app, ["eval", "--model", "tiny-llama", "--max-new-tokens", "4", "--k", "2", "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout[res.stdout.index("{"):])
     assert out["n"] == 20

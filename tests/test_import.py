@@ -24,14 +24,14 @@ def coevo(*args, check=True):
 @pytest.fixture(scope="module")
 def verl_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("imp") / "verl_run"
-    p = coevo("import", "verl", FIX / "verl_dump", "--out", out)
+    p = coevo("import", "verl", FIX / "verl_dump", "--out", out, "--json")
     return out, json.loads(p.stdout)
 
 
 @pytest.fixture(scope="module")
 def rzero_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("imp") / "rzero_run"
-    p = coevo("import", "rzero", FIX / "rzero", "--references", FIX / "rzero" / "references.jsonl", "--out", out)
+    p = coevo("import", "rzero", FIX / "rzero", "--references", FIX / "rzero" / "references.jsonl", "--out", out, "--json")
     return out, json.loads(p.stdout)
 
 

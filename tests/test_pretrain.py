@@ -13,8 +13,8 @@ ASSETS = Path(__file__).resolve().parents[1] / "coevo" / "assets"
 
 
 def test_short_pretraining_is_bit_for_bit_reproducible(tmp_path):
-    a = json.loads(run_coevo("pretrain", "--role", "solver", "--steps", "8", "--out", str(tmp_path / "a"), "-q").stdout)
-    b = json.loads(run_coevo("pretrain", "--role", "solver", "--steps", "8", "--out", str(tmp_path / "b"), "-q").stdout)
+    a = json.loads(run_coevo("pretrain", "--role", "solver", "--steps", "8", "--out", str(tmp_path / "a"), "-q", "--json").stdout)
+    b = json.loads(run_coevo("pretrain", "--role", "solver", "--steps", "8", "--out", str(tmp_path / "b"), "-q", "--json").stdout)
     assert a["solver"]["sha256_state"] == b["solver"]["sha256_state"]
     # written as data: model.safetensors + config.json, whose tensors are what the digest covers
     d = tmp_path / "a" / "solver.pt"
@@ -47,6 +47,6 @@ def test_shipped_checkpoints_exist_and_match_recorded_digest(role):
 def test_pretrain_regenerates_shipped_checkpoints(tmp_path):
     """Full regeneration (about 20 minutes on 2 cores): same digests as the shipped files."""
     info = json.loads((ASSETS / "pretrain_info.json").read_text())
-    out = json.loads(run_coevo("pretrain", "--role", "all", "--out", str(tmp_path), "-q", timeout=3600).stdout)
+    out = json.loads(run_coevo("pretrain", "--role", "all", "--out", str(tmp_path), "-q", "--json", timeout=3600).stdout)
     for role in ROLES:
         assert out[role]["sha256_state"] == info[role]["sha256_state"], role

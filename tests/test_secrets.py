@@ -264,7 +264,7 @@ def test_eval_server_reads_the_key_from_api_key_env(locked_server, tmp_path):
     is one line naming VAR, with no trace of either key."""
     state, url = locked_server
     args = ["eval", "--model", "tiny-llama", "--server", url, "--api-key-env", "COEVO_EVAL_KEY", "--world", "math",
-            "--limit", "2", "--max-new-tokens", "4"]
+            "--limit", "2", "--max-new-tokens", "4", "--json"]
     before = state.unauthorized
     p = run_coevo(*args, env={"COEVO_EVAL_KEY": KEY, "OPENAI_API_KEY": OTHER})
     assert state.unauthorized == before and json.loads(p.stdout)["n"] == 2

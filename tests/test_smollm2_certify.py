@@ -22,7 +22,7 @@ def test_smollm2_certificate_on_the_easy_pool(tmp_path):
     html = tmp_path / "cert.html"
     r = subprocess.run([sys.executable, "-m", "coevo", "certify", str(POOL), "--model", "smollm2", "--world", "math",
                         "--limit", "24", "--max-new-tokens", "64", "--temperature", "0.7", "--top-p", "0.95",
-                        "--batch", "8", "--html", str(html)], capture_output=True, text=True, timeout=1200)
+                        "--batch", "8", "--html", str(html), "--json"], capture_output=True, text=True, timeout=1200)
     assert r.returncode == 0, r.stderr[-3000:]
     c = json.loads(r.stdout)
     assert c["n_tasks"] == 24 and c["world"] == "math" and c["policy_version"] == "solver:smollm2+0"

@@ -81,7 +81,7 @@ def measure_nodes(node_counts: list[int], n: int, blocks: int, seed: int, isolat
     for k in node_counts:
         with LocalCluster(workers=k, head_cpus=0, worker_cpus=1, isolate=isolate) as c:
             cmd = [*c.prefix, sys.executable, "-m", "coevo.cli", "bench", "ray-verify", "--address", c.address,
-                   "--n", str(n), "--blocks", str(blocks), "--seed", str(seed), "--expect-cpus", str(k)]
+                   "--n", str(n), "--blocks", str(blocks), "--seed", str(seed), "--expect-cpus", str(k), "--json"]
             p = subprocess.run(cmd, capture_output=True, text=True, env=c.env, timeout=1800)
         if p.returncode != 0:
             raise RuntimeError(f"bench with {k} worker node(s) failed:\n{p.stderr[-2000:]}")
