@@ -294,6 +294,12 @@ def test_pretrain_regenerates_the_shipped_criteria_policies(tmp_path):
 
     info = json.loads((ASSETS / "pretrain_info.json").read_text())
     out = pretrain_roles("criteria", tmp_path, quiet=True)
-    for role, entry in out.items():
+    roles = {"criteria_student", "criteria_expert_units", "criteria_expert_arith"}
+    assert set(out) == roles  # an empty or partial result is a failure, not a vacuous pass
+    assert roles == {r for r, e in info.items() if "greedy_axis_accuracy" in e}  # the shipped criteria policies
+    for role in sorted(roles):
+        entry = out[role]
         assert entry["sha256_state"] == info[role]["sha256_state"], role
-        assert entry["greedy_axis_accuracy"] == info[role]["greedy_axis_accuracy"], role
+        assert entry["greedy_axis_accuracy"] and entry["greedy_axis_accuracy"] == info[role]["greedy_axis_accuracy"], role
+        assert (tmp_path / f"{role}.pt" / "model.safetensors").is_file(), role
+    assert set(json.loads((tmp_path / "pretrain_info.json").read_text())) == roles
