@@ -179,6 +179,9 @@ def evaluate(claim: Claim, runs) -> dict:
 def _why(row: dict) -> str:
     if row["n"] < 2 or not math.isfinite(row["se"]):
         return f"{row['n']} value(s): no interval (needs >= 2 seeds or clusters)"
+    if row["se"] == 0:
+        return (f"every value is {row['estimate'] * row['scale']:.3g}{row['unit']}: a zero-width interval "
+                f"that does not exclude zero")
     return (f"|estimate| {abs(row['estimate']) * row['scale']:.3g}{row['unit']} is below the MDE "
             f"{row['mde'] * row['scale']:.3g}{row['unit']} of this budget")
 
