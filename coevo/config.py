@@ -213,8 +213,18 @@ class RunConfig(Strict):
     truth: TruthConfig = Field(default_factory=TruthConfig)
 
 
+RECIPE_PRESET_DIRS = Path(__file__).parent / "recipes"  # each recipe folder's presets/ (coevo/recipes/<name>/presets)
+
+
+def preset_files() -> dict[str, Path]:
+    """Every shipped preset by name: the shared ones (``coevo/presets``) and each recipe folder's."""
+    files = {p.stem: p for p in sorted(RECIPE_PRESET_DIRS.glob("*/presets/*.yaml"))}
+    files.update({p.stem: p for p in sorted(PRESET_DIR.glob("*.yaml"))})
+    return files
+
+
 def available_presets() -> list[str]:
-    return sorted(p.stem for p in PRESET_DIR.glob("*.yaml"))
+    return sorted(preset_files())
 
 
 def _deep_merge(base: dict, over: dict) -> dict:
@@ -263,19 +273,21 @@ def _prefixed(name: str, e: ValidationError) -> str:
     return "; ".join(f"{name}.{part}" for part in format_validation_error(e).split("; "))
 
 
-def _recipe_sections(recipe: str) -> tuple[Any, dict[str, Any]]:
-    """The selected recipe and every section any known recipe declares (a preset may carry
-    the sections of several recipes, e.g. paper.yaml)."""
+def _recipe_sections(recipe: str, keys) -> tuple[Any, dict[str, Any]]:
+    """The selected recipe and the models of the sections ``keys`` names: the recipe's own and,
+    only for a section it does not declare, those of the other built-in recipes (a preset may carry
+    the sections of several recipes, e.g. paper.yaml); no other recipe is imported."""
     from coevo.core.registry import BUILTIN, RecipeNotFound, get_recipe
 
     try:
         info = get_recipe(recipe)
     except RecipeNotFound as e:
         raise ConfigError(f"invalid config: recipe: {e}") from None
-    known: dict[str, Any] = {}
-    for name in BUILTIN:
-        known.update(get_recipe(name).sections)
-    known.update(info.sections)
+    known: dict[str, Any] = dict(info.sections)
+    if any(k not in known for k in keys):
+        for name in BUILTIN:
+            for sec, model in get_recipe(name).sections.items():
+                known.setdefault(sec, model)
     return info, known
 
 
@@ -283,7 +295,8 @@ def build_config(data: dict) -> RunConfig:
     """Validate a config mapping: core sections by RunConfig, recipe sections by the models the
     recipes declare, the recipe/world pair by the recipe's supported worlds."""
     data = dict(data or {})
-    info, known = _recipe_sections(str(data.get("recipe", "rzero")))
+    info, known = _recipe_sections(str(data.get("recipe", "rzero")),
+                                   [k for k in data if k not in RunConfig.model_fields])
     errors, sections = [], {}
     for key in [k for k in data if k not in RunConfig.model_fields]:
         raw = data.pop(key)
@@ -329,8 +342,8 @@ def load_config(preset: str = "cpu", config: Path | None = None, overrides: list
             raise ConfigError(f"preset file not found: {p}")
         data = _read_yaml(p)
     else:
-        f = PRESET_DIR / f"{preset}.yaml"
-        if not f.is_file():
+        f = preset_files().get(preset)
+        if f is None:
             raise ConfigError(f"unknown preset {preset!r}; available: {', '.join(available_presets())}")
         data = _read_yaml(f)
         data.setdefault("preset", preset)

@@ -14,7 +14,7 @@ pytest.importorskip("httpx")
 from coevo.backends.roles import load_base  # noqa: E402
 from coevo.config import load_config  # noqa: E402
 from coevo.ledger.store import Ledger  # noqa: E402
-from coevo.recipes.rzero import RZeroRecipe  # noqa: E402
+from coevo.recipes.rzero.recipe import RZeroRecipe  # noqa: E402
 from coevo.runner import RunError, resume_run, run_from_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

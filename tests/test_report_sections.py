@@ -12,9 +12,9 @@ from coevo.report.html import write_report
 
 RZERO_CAPTIONS = ("Rewards per step", "Difficulty mix of proposed questions", "p_hat of candidate questions")
 FAKE = textwrap.dedent('''
-    from coevo.recipes.registry import RecipeInfo
+    from coevo.core.registry import RecipeInfo
     RECIPES = {
-        "rz": RecipeInfo(name="rz", factory="x:y", roles=(), report_sections=("coevo.report.rzero:section",),
+        "rz": RecipeInfo(name="rz", factory="x:y", roles=(), report_sections=("coevo.recipes.rzero.report:section",),
                          summary_columns=("pseudo_label_accuracy",)),
         "rg": RecipeInfo(name="rg", factory="x:y", roles=(), report_sections=("coevo.report.teachable:section",)),
     }
@@ -129,7 +129,8 @@ def test_rzero_report_has_its_plots(tmp_path, fake_recipes):
 
 
 def test_sections_return_empty_without_their_data(tmp_path):
-    from coevo.report import rzero, teachable
+    from coevo.recipes.rzero import report as rzero
+    from coevo.report import teachable
 
     rg = rgbc_ledger(tmp_path / "rg", "rgbc")
     rz = rzero_ledger(tmp_path / "rz", "rzero")
@@ -151,9 +152,9 @@ def test_unresolvable_recipe_gets_common_sections_and_a_note(tmp_path):
 
 
 def test_builtin_recipes_declare_their_sections():
-    from coevo.recipes.registry import get_recipe
+    from coevo.core.registry import get_recipe
 
     # A RecipeNotFound here is the failure this test exists to catch: let it fail the test.
     got = {name: get_recipe(name).report_sections for name in ("rzero", "synco", "rgbc")}
-    assert got == {"rzero": ("coevo.report.rzero:section",), "synco": ("coevo.report.teachable:section",),
+    assert got == {"rzero": ("coevo.recipes.rzero.report:section",), "synco": ("coevo.report.teachable:section",),
                    "rgbc": ("coevo.report.teachable:section",)}

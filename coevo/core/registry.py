@@ -48,6 +48,19 @@ class RecipeInfo:
     report_sections: tuple[str, ...] = ()  # "module:function", each (ledger, run_id) -> HTML fragment
     description: str = ""
     solver_role: str = "solver"  # the role whose rollouts the round table counts (VG-OPD: the student)
+    # ledger tables only this recipe writes: {table: [(column, DuckDB type), ...]} (created with the core tables)
+    tables: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    # names of its summary columns in the round table: {column: (short header, long caption)}
+    column_names: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # "module:function" (ledger, run_id, round) -> {column: value}: round-row columns computed from
+    # the ledger (beside the per-round means of the steps' metrics); None = none
+    round_columns: str | None = None
+    # "module:function" (ledger, run_id, audit) -> [prediction dicts]: its predictions in `coevo audit --predictions`
+    predictions: str | None = None
+    # "module:function" (apps) -> None: registers the recipe's own CLI commands
+    commands: tuple[str, ...] = ()
+    # {experiment name: "module:attr"} of the experiments that belong to the recipe
+    experiments: dict[str, str] = field(default_factory=dict)
 
     @property
     def role_names(self) -> tuple[str, ...]:

@@ -20,7 +20,7 @@ RECIPES = {
         "coevo.integrations.imported:section",), description="a verl rollout dump (coevo import verl)"),
     "rzero": RecipeInfo(name="rzero", factory=_FACTORY, roles=(_SOLVER, RoleSpec("challenger", trainable=False)),
                         summary_columns=("pseudo_label_accuracy", "kept_fraction"),
-                        report_sections=("coevo.integrations.imported:section", "coevo.report.rzero:section"),
+                        report_sections=("coevo.integrations.imported:section", "coevo.recipes.rzero.report:section"),
                         description="R-Zero question-evaluation files (coevo import rzero)"),
     "adapter": RecipeInfo(name="adapter", factory=_FACTORY, roles=(_SOLVER,), report_sections=(
         "coevo.integrations.imported:section",), description="the verl adapter's ledger parts (coevo import parts)"),

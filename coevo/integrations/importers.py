@@ -238,6 +238,7 @@ def _write_run(out: Path, source: str, cfg: dict, steps: dict, files: list[str],
                rv) -> dict:
     """Write ledger.duckdb (one transaction per step, as the runner), config.yaml, import.json, summary.json."""
     from coevo.ledger import views
+    from coevo.recipes.rzero.summary import round_columns
     from coevo.ledger.store import Ledger
     from coevo.runlock import writer_guard
 
@@ -257,7 +258,8 @@ def _write_run(out: Path, source: str, cfg: dict, steps: dict, files: list[str],
             counts = {t: led.count(t, run_id) for t in ("steps", "tasks", "rollouts", "verdicts", "rewards",
                                                        "task_stats")}
             rounds = sorted({rnd for rnd, *_ in steps.values()})
-            round_rows = [views.round_row(led, run_id, r) for r in rounds] if source == "rzero" else []
+            round_rows = [{**views.round_row(led, run_id, r), **round_columns(led, run_id, r)}
+                          for r in rounds] if source == "rzero" else []
         finally:
             led.close()
         info = {"source": source, "path": cfg["import"]["path"], "files": files, "n_records": n_records,

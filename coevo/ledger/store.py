@@ -27,8 +27,14 @@ class LedgerError(Exception):
 
 
 class Ledger:
-    def __init__(self, path: str | Path, read_only: bool = False) -> None:
+    """``tables``: tables beyond the core schema that this ledger holds (a recipe's own,
+    ``RecipeInfo.tables``); they are created with the core tables.  Opened read-only, the
+    ledger knows every table the file has."""
+
+    def __init__(self, path: str | Path, read_only: bool = False,
+                 tables: dict[str, list[tuple[str, str]]] | None = None) -> None:
         self.path = Path(path)
+        self.tables = {**TABLES, **(tables or {})}
         if read_only and not self.path.exists():
             raise LedgerError(f"no ledger at {self.path}")
         try:
@@ -36,8 +42,14 @@ class Ledger:
         except duckdb.Error as e:
             raise LedgerError(f"cannot open ledger {self.path}: {e}") from None
         self._in_tx = False
+        if read_only:  # tables the file has beyond those named (a recipe's own, written by another run)
+            extra = tables or {}
+            for name, col, typ in self.con.execute("SELECT table_name, column_name, data_type FROM "
+                                                    "information_schema.columns ORDER BY ordinal_position").fetchall():
+                if name not in TABLES and name not in extra:
+                    self.tables.setdefault(name, []).append((col, typ))
         if not read_only:
-            for name, cols in TABLES.items():
+            for name, cols in self.tables.items():
                 coldefs = ", ".join(f"{c} {t}" for c, t in cols)
                 self.con.execute(f"CREATE TABLE IF NOT EXISTS {name} ({coldefs})")
                 have = {r[0] for r in self.con.execute(f"DESCRIBE {name}").fetchall()}
@@ -50,7 +62,9 @@ class Ledger:
         rows = list(rows)
         if not rows:
             return 0
-        cols = TABLES[table]
+        if table not in self.tables:
+            raise LedgerError(f"unknown table {table}")
+        cols = self.tables[table]
         schema = pa.schema([(c, _PA[t]) for c, t in cols])
         data = {c: [r.get(c) for r in rows] for c, _ in cols}
         for c, t in cols:
@@ -64,7 +78,7 @@ class Ledger:
     @contextmanager
     def step(self, run_id: str, step: int, round_: int, phase: str, phase_step: int) -> Iterator["StepWriter"]:
         """All rows of one step, committed atomically with the step marker."""
-        writer = StepWriter()
+        writer = StepWriter(self.tables)
         t0 = time.time()
         yield writer
         self.con.execute("BEGIN TRANSACTION")
@@ -85,6 +99,11 @@ class Ledger:
         self.con.execute("CHECKPOINT")
 
     # ------------------------------------------------------------------ reads
+    def has_table(self, table: str) -> bool:
+        """Whether the file holds ``table`` (a recipe's own table exists only in that recipe's runs)."""
+        return bool(self.con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
+                                     [table]).fetchone()[0])
+
     def last_completed_step(self, run_id: str) -> int:
         r = self.con.execute("SELECT max(step) FROM steps WHERE run_id = ?", [run_id]).fetchone()
         return -1 if r is None or r[0] is None else int(r[0])
@@ -101,7 +120,7 @@ class Ledger:
         return {n: [r[i] for r in rows] for i, n in enumerate(names)}
 
     def count(self, table: str, run_id: str | None = None) -> int:
-        if table not in TABLES:
+        if table not in self.tables:
             raise LedgerError(f"unknown table {table}")
         if run_id is None:
             return int(self.con.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
@@ -136,7 +155,8 @@ def open_run_ledger(run_dir: str | Path) -> Ledger:
 class StepWriter:
     """Collects a step's rows in memory; the ledger writes them in one transaction."""
 
-    def __init__(self) -> None:
+    def __init__(self, tables: dict | None = None) -> None:
+        self.tables = TABLES if tables is None else tables  # the tables it may hold rows for
         self.rows: dict[str, list[dict]] = {}
         self.metrics: dict[str, Any] = {}
         self.versions: dict[str, str] = {}  # role -> policy version after the step
@@ -147,6 +167,6 @@ class StepWriter:
             self.add(table, r)
 
     def add(self, table: str, rows: Iterable[dict]) -> None:
-        if table not in TABLES:
+        if table not in self.tables:
             raise LedgerError(f"unknown table {table}")
         self.rows.setdefault(table, []).extend(rows)

@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 
-from coevo.audit.instruments import pseudo_label_accuracy
 from coevo.ledger.store import Ledger
 
 
@@ -35,23 +33,12 @@ def rounds_completed(led: Ledger, run_id: str) -> list[int]:
 
 
 def round_row(led: Ledger, run_id: str, r: int, solver_role: str = "solver") -> dict:
-    """One entry of summary.json's ``rounds`` list, computed from ledger rows only. Pseudo-label accuracy:
-    ``coevo.audit.instruments.pseudo_label_accuracy`` over the oracle verdicts on the round's kept labels."""
-    pl = pseudo_label_accuracy(kept_label_rows(led, run_id, r)["label_verdict"])
-    kept = led.query("SELECT sum(CASE WHEN kept THEN 1 ELSE 0 END) AS k, count(*) AS n FROM tasks "
-                     "WHERE run_id = ? AND round = ? AND source = 'candidate' AND parse_ok", [run_id, r])[0]
-    ch = led.query("SELECT avg(w.reward) AS r FROM rewards w JOIN steps s ON w.run_id = s.run_id AND w.step = s.step "
-                   "WHERE w.run_id = ? AND s.round = ? AND w.role = 'challenger'", [run_id, r])[0]
-    ff = led.query("SELECT avg(CASE WHEN parse_ok THEN 0.0 ELSE 1.0 END) AS f FROM tasks "
-                   "WHERE run_id = ? AND round = ? AND source = 'challenger'", [run_id, r])[0]
+    """The core of one entry of summary.json's ``rounds`` list, from ledger rows only: the solver
+    role's held-out accuracy (greedy and any other eval mode) and its rollout count.  A recipe adds
+    its own columns (``RecipeInfo.round_columns`` and ``summary_columns``)."""
     nr = led.query("SELECT count(*) AS n FROM rollouts WHERE run_id = ? AND round = ? AND role = ?",
                    [run_id, r, solver_role])[0]
-    out = {"round": r, "solver_eval_accuracy": eval_accuracy(led, run_id, r),
-           "pseudo_label_accuracy": None if pl.n == 0 else pl.value,
-           "kept_fraction": None if not kept["n"] else float(kept["k"] or 0) / float(kept["n"]),
-           "challenger_reward_mean": None if ch["r"] is None else float(ch["r"]),
-           "format_failure_rate": None if ff["f"] is None else float(ff["f"]),
-           "n_rollouts": int(nr["n"]), "n_pseudo_labels": int(pl.n)}
+    out = {"round": r, "solver_eval_accuracy": eval_accuracy(led, run_id, r), "n_rollouts": int(nr["n"])}
     for mode in eval_modes(led, run_id):
         if mode != "greedy":
             out[f"solver_eval_accuracy_{mode}"] = eval_accuracy(led, run_id, r, mode)
@@ -64,27 +51,6 @@ def step_metrics(led: Ledger, run_id: str) -> list[dict]:
     for r in rows:
         r["metrics"] = json.loads(r.pop("metrics_json") or "{}")
     return rows
-
-
-def challenger_difficulty_mix(led: Ledger, run_id: str) -> dict[int, dict[str, float]]:
-    rows = led.query("SELECT round, coalesce(difficulty, 'malformed') AS d, count(*) AS n FROM tasks "
-                     "WHERE run_id = ? AND source IN ('challenger', 'candidate') GROUP BY round, d", [run_id])
-    tot: dict[int, int] = defaultdict(int)
-    for r in rows:
-        tot[r["round"]] += r["n"]
-    out: dict[int, dict[str, float]] = defaultdict(dict)
-    for r in rows:
-        out[int(r["round"])][r["d"]] = r["n"] / tot[r["round"]]
-    return dict(out)
-
-
-def p_hat_values(led: Ledger, run_id: str, source: str = "candidate") -> dict[int, list[float]]:
-    rows = led.query("SELECT round, p_hat FROM tasks WHERE run_id = ? AND source = ? AND p_hat IS NOT NULL",
-                     [run_id, source])
-    out: dict[int, list[float]] = defaultdict(list)
-    for r in rows:
-        out[int(r["round"])].append(float(r["p_hat"]))
-    return dict(out)
 
 
 def run_info(led: Ledger) -> dict:

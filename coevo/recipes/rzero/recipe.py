@@ -8,65 +8,19 @@ steps (reward = answer matches the pseudo-label), then a held-out evaluation.
 from __future__ import annotations
 
 import random
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import Field, field_validator
-
 from coevo.audit.instruments import pseudo_label_accuracy
 from coevo.audit.truth import truth_metrics
-from coevo.config import Strict
 from coevo.ledger.rows import dumps, task_row, verdict_row
 from coevo.ledger.store import StepWriter
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan
-from coevo.core.registry import RecipeInfo, RoleSpec
 from coevo.rewards import challenger_reward, keep_for_solver, keep_in_band, uncertainty_reward
 from coevo.rewards.repetition import repetition_penalty
 from coevo.stages.core import propose, sampling_error_reason
 from coevo.stages.group import draw_group, update_role
 from coevo.core.world import Task
-
-
-class RZeroConfig(Strict):
-    rounds: int = Field(3, ge=1)
-    challenger_steps: int = Field(5, ge=0)
-    solver_steps: int = Field(15, ge=0)
-    challenger_prompts: int = Field(64, ge=1, description="prompts per Challenger step")
-    challenger_group: int = Field(4, ge=1, description="Challenger rollouts per prompt (GRPO group)")
-    m: int = Field(10, ge=1, description="solver answers per question for p_hat / majority vote")
-    uncertainty_variant: Literal["paper", "reference"] = "paper"
-    rep_lambda: float = Field(1.0, ge=0)
-    rep_threshold: float = Field(0.5, gt=0, le=1)
-    rep_linkage: Literal["average", "complete", "single"] = "average"
-    bleu_direction: Literal["symmetric", "reference"] = Field("symmetric", description="symmetric = mean of both BLEU directions (paper: undirected similarity); reference = R-Zero code (earlier question is the hypothesis, upper triangle mirrored)")
-    format_failure_reward: float = Field(0.0, description="reward of a malformed question (paper 0, code -1)")
-    n_candidates: int = Field(512, ge=1, description="N candidate questions per round for the solver dataset")
-    delta: float = Field(0.25, ge=0, le=0.5, description="keep |p_hat - 1/2| <= delta")
-    solver_filter: Literal["paper", "reference"] = Field(
-        "paper", description="solver-dataset filter: paper = m answers, keep |p_hat - 1/2| <= delta; reference = "
-                             "R-Zero's code: filter_samples answers (9), keep filter_band[0] <= p_hat <= filter_band[1]")
-    filter_samples: int = Field(9, ge=1, description="answers per candidate under solver_filter=reference (code: 9)")
-    filter_band: tuple[float, float] = Field((0.3, 0.8), description="kept p_hat band under solver_filter=reference")
-    solver_prompts: int = Field(32, ge=1, description="questions per Solver step")
-    solver_group: int = Field(5, ge=1, description="Solver rollouts per question (GRPO group)")
-
-    @field_validator("filter_band")
-    @classmethod
-    def _band(cls, v: tuple[float, float]) -> tuple[float, float]:
-        if not 0 <= v[0] <= v[1] <= 1:
-            raise ValueError(f"needs 0 <= low <= high <= 1, got {list(v)}")
-        return v
-
-
-RECIPES = {"rzero": RecipeInfo(
-    name="rzero", factory="coevo.recipes.rzero:RZeroRecipe",
-    roles=(RoleSpec("solver", asset="solver", seed_offset=0, lr="lr_solver"),
-           RoleSpec("challenger", asset="challenger", seed_offset=1, lr="lr_challenger")),
-    sections={"rzero": RZeroConfig}, worlds=("arithmetic", "math"),
-    summary_columns=("pseudo_label_accuracy", "kept_fraction", "challenger_reward_mean", "format_failure_rate"),
-    optional_summary_columns=("pseudo_label_accuracy_truth", "truth_oracle_agreement", "truth_oracle_kappa"),
-    report_sections=("coevo.report.rzero:section",),
-    description="R-Zero: Challenger (uncertainty - repetition) and Solver (majority-vote pseudo-labels)")}
 
 
 class RZeroRecipe(RecipeBase):

@@ -1,4 +1,4 @@
-"""R-Zero's report section (registry: ``coevo.report.rzero:section``): what the Challenger does.
+"""R-Zero's report section (registry: ``coevo.recipes.rzero.report:section``): what the Challenger does.
 
 Three plots from the ledger: rewards per step (Challenger reward, format failures, Solver reward),
 the difficulty mix of proposed questions per round, and the self-consistency p_hat of the
@@ -10,6 +10,7 @@ from pathlib import Path
 
 from coevo.ledger import views
 from coevo.ledger.store import Ledger
+from coevo.recipes.rzero.summary import challenger_difficulty_mix, p_hat_values
 from coevo.report.plots import figure_html, plt, png_data_uri
 
 __all__ = ["section", "plot_steps", "plot_mix", "plot_phat"]
@@ -81,8 +82,8 @@ def _delta(led: Ledger) -> float:
 def section(led: Ledger, run_id: str, run_dir: Path) -> str:
     """The R-Zero plots as an HTML fragment; "" when the ledger has none of their data."""
     figs = [(plot_steps(views.step_metrics(led, run_id)), "Rewards per step"),
-            (plot_mix(views.challenger_difficulty_mix(led, run_id)), "Difficulty mix of proposed questions"),
-            (plot_phat(views.p_hat_values(led, run_id), _delta(led)), "p_hat of candidate questions")]
+            (plot_mix(challenger_difficulty_mix(led, run_id)), "Difficulty mix of proposed questions"),
+            (plot_phat(p_hat_values(led, run_id), _delta(led)), "p_hat of candidate questions")]
     shown = [figure_html(uri, cap) for uri, cap in figs if uri]
     if not shown:
         return ""

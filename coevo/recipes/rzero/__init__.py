@@ -1,0 +1,21 @@
+"""R-Zero (R-Zero §2.1–§2.4, §3.1): a Challenger and a Solver co-evolve from zero data.
+
+The folder: ``recipe.py`` (the steps), ``config.py`` (section ``rzero``), ``summary.py`` (round
+columns and ledger views), ``report.py`` (report section), ``presets/`` (``cpu``, ``paper``).
+The rewards are the shared formulas of ``coevo.rewards`` (uncertainty, repetition penalty).
+"""
+from coevo.core.registry import RecipeInfo, RoleSpec
+from coevo.recipes.rzero.config import RZeroConfig
+from coevo.recipes.rzero.summary import COLUMN_NAMES
+
+RECIPES = {"rzero": RecipeInfo(
+    name="rzero", factory="coevo.recipes.rzero.recipe:RZeroRecipe",
+    roles=(RoleSpec("solver", asset="solver", seed_offset=0, lr="lr_solver"),
+           RoleSpec("challenger", asset="challenger", seed_offset=1, lr="lr_challenger")),
+    sections={"rzero": RZeroConfig}, worlds=("arithmetic", "math"),
+    summary_columns=("pseudo_label_accuracy", "kept_fraction", "challenger_reward_mean", "format_failure_rate"),
+    optional_summary_columns=("pseudo_label_accuracy_truth", "truth_oracle_agreement", "truth_oracle_kappa"),
+    column_names=COLUMN_NAMES, round_columns="coevo.recipes.rzero.summary:round_columns",
+    report_sections=("coevo.recipes.rzero.report:section",),
+    experiments={"rzero-seeds": "coevo.recipes.rzero.experiments:EXPERIMENT"},
+    description="R-Zero: Challenger (uncertainty - repetition) and Solver (majority-vote pseudo-labels)")}

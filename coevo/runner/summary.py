@@ -1,0 +1,126 @@
+"""summary.json and the round table: the core round row plus the columns the recipe declares."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from coevo.audit.stats import binomial_se
+from coevo.config import RunConfig
+from coevo.core.registry import RecipeNotFound, get_recipe, resolve
+from coevo.ledger import views
+from coevo.ledger.store import Ledger
+
+
+def frontier_levels(cfg: RunConfig, init: dict | None, counts: dict) -> list[str]:
+    """The frontier band: given levels, or (``auto``) those whose initial accuracy lies in
+    [frontier_low, frontier_high] — fixed by the round-0 evaluation, before any training."""
+    fb = cfg.world.frontier_band
+    if fb != "auto":
+        return [b for b in fb if b in counts]
+    if not init:
+        return []
+    lo, hi = cfg.world.frontier_low, cfg.world.frontier_high
+    return [d for d, a in init["by_difficulty"].items() if lo <= a <= hi]
+
+
+def _metric_value(v):
+    if isinstance(v, dict):
+        v = v.get("value")
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def recipe_columns(steps: list[dict], round_: int, columns, whole_only: bool = False) -> dict:
+    """Per-round means of the recipe's summary columns over its steps' metrics (None if absent).
+    An estimate measured once per round (a metric dict with ``"scope": "round"``, e.g. the Dr. Zero
+    recipes' ``false_agreement``) is kept whole: ``{value, se, n, ...}``."""
+    out = {}
+    for col in columns:
+        whole = [s["metrics"][col] for s in steps if s["round"] == round_ and s["phase"] != "eval"
+                 and isinstance(s["metrics"].get(col), dict) and s["metrics"][col].get("scope") == "round"]
+        if len(whole) == 1:
+            out[col] = {k: v for k, v in whole[0].items() if k != "scope"}
+            continue
+        if whole_only:
+            continue
+        vals = [_metric_value(s["metrics"].get(col)) for s in steps if s["round"] == round_ and s["phase"] != "eval"]
+        vals = [v for v in vals if v is not None]
+        out[col] = sum(vals) / len(vals) if vals else None
+    return out
+
+
+def round_summary(led: Ledger, run_id: str, info, steps: list[dict], r: int) -> dict:
+    """One entry of summary.json's ``rounds``: the core row (held-out accuracy, rollouts), the
+    recipe's ledger columns (``info.round_columns``) and its summary columns' per-round means."""
+    row = views.round_row(led, run_id, r, info.solver_role)
+    if info.round_columns:
+        row.update(resolve(info.round_columns)(led, run_id, r))
+    columns = info.summary_columns
+    for col, v in recipe_columns(steps, r, [c for c in columns if c not in row]).items():
+        row[col] = v
+    for col, v in recipe_columns(steps, r, [c for c in columns if c in row and row[c] is None],
+                                 whole_only=True).items():  # a round estimate where the ledger view has none
+        row[col] = v
+    for col, v in recipe_columns(steps, r, info.optional_summary_columns).items():
+        if v is not None:  # e.g. a pseudo-label accuracy by a judge, only when one is configured
+            row[col] = v
+    return row
+
+
+def build_summary(led: Ledger, run_id: str, cfg: RunConfig) -> dict:
+    info = get_recipe(cfg.recipe)
+    columns = info.summary_columns
+    steps = views.step_metrics(led, run_id)
+    rounds = [round_summary(led, run_id, info, steps, r) for r in views.rounds_completed(led, run_id)]
+    init = views.eval_accuracy(led, run_id, 0)
+    counts = views.eval_counts(led, run_id, 0)
+    wall = led.query("SELECT coalesce(sum(seconds), 0) AS s FROM steps WHERE run_id = ?", [run_id])[0]["s"]
+    summary = {"rounds": rounds, "initial_solver_eval_accuracy": init, "eval_n_by_difficulty": counts,
+               "wall_seconds": float(wall), "recipe": cfg.recipe, "preset": cfg.preset, "seed": cfg.seed,
+               "summary_columns": list(columns)}
+    band = frontier_levels(cfg, init, counts)
+    if init and rounds and rounds[-1]["solver_eval_accuracy"] and band:
+        n = sum(counts[b] for b in band)
+        a0 = sum(init["by_difficulty"][b] * counts[b] for b in band) / n
+        fin = rounds[-1]["solver_eval_accuracy"]["by_difficulty"]
+        a1 = sum(fin[b] * counts[b] for b in band) / n
+        se = float(binomial_se(a0, n))
+        summary["frontier"] = {"band": band, "n": n, "initial": a0, "final": a1, "gain": a1 - a0,
+                               "initial_se": se, "gain_in_se": (a1 - a0) / se if se > 0 else None}
+    return summary
+
+
+def column_names(recipe: str | None) -> dict[str, tuple[str, str]]:
+    """{column: (short header, long caption)} of a recipe's round-table columns (its
+    ``RecipeInfo.column_names``); empty for an unknown recipe (an imported run)."""
+    try:
+        return dict(get_recipe(recipe).column_names) if recipe else {}
+    except RecipeNotFound:
+        return {}
+
+
+def print_round_table(summary: dict, run_dir: Path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    names = column_names(summary.get("recipe"))
+    cols = summary.get("summary_columns") or list(names)
+    caption = "accuracy = oracle, greedy, held-out set" + "".join(
+        f"; {names[c][0]} = {names[c][1]}" for c in cols if c in names)
+    t = Table(title=f"coevo {summary['recipe']} · {run_dir}", caption=caption)
+    diffs = list(summary["eval_n_by_difficulty"])
+    for col in ["round", "acc", *diffs, *[names.get(c, (c,))[0] for c in cols], "rollouts"]:
+        t.add_column(col, justify="right", no_wrap=True)
+    fmt = lambda x: "-" if _metric_value(x) is None else f"{_metric_value(x):.3f}"  # noqa: E731 (a dict: its value)
+    init = summary["initial_solver_eval_accuracy"] or {"overall": None, "by_difficulty": {}}
+    t.add_row("0", fmt(init["overall"]), *[fmt(init["by_difficulty"].get(d)) for d in diffs],
+              *["-"] * len(cols), "-")
+    for r in summary["rounds"]:
+        acc = r["solver_eval_accuracy"] or {"overall": None, "by_difficulty": {}}
+        t.add_row(str(r["round"]), fmt(acc["overall"]), *[fmt(acc["by_difficulty"].get(d)) for d in diffs],
+                  *[fmt(r.get(c)) for c in cols], str(r["n_rollouts"]))
+    c = Console(width=max(Console().width, 110, 12 * (len(diffs) + len(cols) + 3)))
+    c.print(t)
+    f = summary.get("frontier")
+    if f:
+        c.print(f"frontier band {','.join(f['band'])} (n={f['n']}): {f['initial']:.3f} -> {f['final']:.3f} "
+                f"(gain {f['gain']:+.3f} = {f['gain_in_se'] or 0:.1f} x binomial SE {f['initial_se']:.3f})")
+    c.print(f"run directory: {run_dir}  (report.html, summary.json, ledger.duckdb)")
