@@ -79,7 +79,7 @@ def pretrain(
     as_json: bool = json_option(),
 ):
     """Deterministically pretrain the tiny CPU policies shipped in coevo/assets."""
-    from coevo.backends.pretrain import PretrainError, pretrain_roles
+    from coevo.pretrain import PretrainError, pretrain_roles
 
     try:
         info = pretrain_roles(role, out, steps=steps, seed=seed, quiet=quiet)
@@ -181,7 +181,7 @@ def doubt_export(
     as_json: bool = json_option(),
 ):
     """Write the reference-in-doubt bucket (mixed with controls, blind to nu) for human labelling."""
-    from coevo.doubt import DoubtError, export_doubt
+    from coevo.recipes.rgbc.doubt import DoubtError, export_doubt
 
     if not run_dir.is_dir():
         fail(f"run directory not found: {run_dir}")
@@ -201,7 +201,7 @@ def doubt_import(
     as_json: bool = json_option(),
 ):
     """Precision/recall of the mode anchor against human labels, and the gate for the bucket."""
-    from coevo.doubt import DoubtError, import_labels
+    from coevo.recipes.rgbc.doubt import DoubtError, import_labels
 
     if not run_dir.is_dir():
         fail(f"run directory not found: {run_dir}")

@@ -8,7 +8,7 @@ Metrics, per file and per ``level``:
 
 * ``accuracy_greedy`` — one greedy completion per question, judged against any
   reference answer by the run verifier of the world's default kind
-  (``coevo.stages.equivalence.make_run_verifier``: math -> the ``math`` kind, arithmetic
+  (``coevo.verify.run.make_run_verifier``: math -> the ``math`` kind, arithmetic
   -> ``integer``), every check in the killable verifier pool (``pool=``, else the
   process-wide default pool); an abstention counts as wrong and is counted under
   ``abstained``.
@@ -64,7 +64,7 @@ def eval_verifier(world, verifier=None, pool=None):
     default kind through ``pool`` (None: the process-wide default pool)."""
     if verifier is not None:
         return verifier
-    from coevo.stages.equivalence import make_run_verifier
+    from coevo.verify.run import make_run_verifier
     from coevo.verify.pool import default_pool
 
     return make_run_verifier(None, None, world, pool=pool if pool is not None else default_pool())

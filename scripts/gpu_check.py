@@ -165,8 +165,8 @@ def rgbc_steps(size: str, device: str, dtype: torch.dtype, steps: int, seed: int
     from coevo.backends.hf import HFPolicy, SharedBase, make_char_tokenizer
     from coevo.config import load_config
     from coevo.ledger.store import Ledger
-    from coevo.recipes.rgbc import RGBCRecipe
-    from coevo.stages.equivalence import make_run_verifier
+    from coevo.recipes.rgbc.recipe import RGBCRecipe
+    from coevo.verify.run import make_run_verifier
     from coevo.worlds.math import MathWorld
 
     t0 = time.time()

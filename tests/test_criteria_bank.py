@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from coevo.criteria.bank import BankError, bank_summary, load_bank
-from coevo.criteria.derive import derive_bank
+from coevo.commands.criteria_derive import derive_bank
 from coevo.worlds.criteria import CriteriaWorld
 from coevo.worlds.criteria_gen import perturbed_solution
 

@@ -166,7 +166,7 @@ def test_hash_draws_are_uniform_and_keyed():
 
 
 def shipped_axis_accuracy(role: str, n: int = 200) -> dict:
-    from coevo.backends.pretrain_criteria import criteria_diagnostics
+    from coevo.pretrain.criteria import criteria_diagnostics
     from coevo.backends.tiny import TinyPolicy
 
     pol = TinyPolicy.from_checkpoint(role, ASSETS / f"{role}.pt")
@@ -211,7 +211,7 @@ def test_pairs_expose_what_a_recipe_needs():
 
 @pytest.mark.parametrize("role", ["criteria_student", "criteria_expert_units", "criteria_expert_arith"])
 def test_shipped_criteria_assets_match_recorded_digest(role):
-    from coevo.backends.pretrain import state_digest
+    from coevo.pretrain import state_digest
     from coevo.backends.tiny import TinyPolicy
 
     info = json.loads((ASSETS / "pretrain_info.json").read_text())
@@ -221,8 +221,8 @@ def test_shipped_criteria_assets_match_recorded_digest(role):
 def test_pretraining_is_deterministic_and_roles_expand():
     import torch
 
-    from coevo.backends.pretrain import PretrainError, pretrain_roles, state_digest
-    from coevo.backends.pretrain_criteria import expand_roles, train_criteria_role
+    from coevo.pretrain import PretrainError, pretrain_roles, state_digest
+    from coevo.pretrain.criteria import expand_roles, train_criteria_role
 
     prev = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -290,7 +290,7 @@ def test_real_llm_judge_path_through_a_local_endpoint():
 def test_pretrain_regenerates_the_shipped_criteria_policies(tmp_path):
     """``coevo pretrain --role criteria`` (about 3 CPU minutes in all): same digests and
     per-axis accuracies as the shipped files."""
-    from coevo.backends.pretrain import pretrain_roles
+    from coevo.pretrain import pretrain_roles
 
     info = json.loads((ASSETS / "pretrain_info.json").read_text())
     out = pretrain_roles("criteria", tmp_path, quiet=True)

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from coevo.doubt import DoubtError, anchor_precision_recall, export_doubt, import_labels
+from coevo.recipes.rgbc.doubt import DoubtError, anchor_precision_recall, export_doubt, import_labels
 from coevo.ledger.store import Ledger
 
 

@@ -204,7 +204,7 @@ def test_pinned_solver_accuracy_per_hop():
     """Greedy held-out accuracy of the shipped facts_solver (pretrain_info.json records the
     same numbers at training time): a later change to the world, the retriever or the tiny
     backend that moves them is caught here."""
-    from coevo.backends.pretrain_facts import solver_accuracy_by_hop
+    from coevo.pretrain.facts import solver_accuracy_by_hop
 
     info = json.loads((ASSETS / "pretrain_info.json").read_text())["facts_solver"]
     acc = solver_accuracy_by_hop(_solver(), WORLD)
@@ -214,7 +214,7 @@ def test_pinned_solver_accuracy_per_hop():
 
 @pytest.mark.slow
 def test_pinned_solver_accuracy_source_aware():
-    from coevo.backends.pretrain_facts import solver_accuracy_by_hop
+    from coevo.pretrain.facts import solver_accuracy_by_hop
 
     info = json.loads((ASSETS / "pretrain_info.json").read_text())["facts_solver"]
     acc = solver_accuracy_by_hop(_solver(), WORLD, source_aware=True)
@@ -226,7 +226,7 @@ PINNED_SOURCE_AWARE = {"hop1": 1.0, "hop2": 0.98, "hop3": 0.78, "hop4": 0.02}
 
 
 def test_shipped_proposer_writes_faithful_proposals():
-    from coevo.backends.pretrain_facts import proposer_accuracy
+    from coevo.pretrain.facts import proposer_accuracy
     from coevo.backends.tiny import TinyPolicy
 
     pol = TinyPolicy.from_checkpoint("facts_proposer", ASSETS / "facts_proposer.pt", seed=0)
@@ -236,8 +236,8 @@ def test_shipped_proposer_writes_faithful_proposals():
 def test_pretraining_is_deterministic():
     import torch
 
-    from coevo.backends.pretrain import state_digest
-    from coevo.backends.pretrain_facts import train_facts_role
+    from coevo.pretrain import state_digest
+    from coevo.pretrain.facts import train_facts_role
 
     prev = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -20,8 +20,8 @@ from coevo.audit.run_audit import instruments_for
 from coevo.core.policy import Completion
 from coevo.config import load_config
 from coevo.ledger.store import Ledger
-from coevo.recipes.rgbc import RGBCRecipe
-from coevo.stages.equivalence import WorldEquivalence
+from coevo.recipes.rgbc.recipe import RGBCRecipe
+from coevo.verify.run import WorldEquivalence
 from coevo.worlds.arithmetic import ArithmeticWorld, evaluate, generate
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from coevo.config import ConfigError, load_config
 from coevo.rewards.formulas import quality_gate
-from coevo.rewards.k_arm import adv_hat_reward, budget_matched_tasks
+from coevo.recipes.rgbc.k_arm import adv_hat_reward, budget_matched_tasks
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_rgbc import run_recipe  # noqa: E402

@@ -70,7 +70,7 @@ def test_zero_learning_excess_is_zero_within_its_interval(tmp_path, arm, extra):
     assert ups and all(u["n_sequences"] == 0 for u in ups)  # frozen: no GRPO step
     ms = [json.loads(r["metrics_json"]) for r in led.query("SELECT metrics_json FROM steps WHERE phase = 'train'")]
     assert all("lag_excess" in m for m in ms)
-    from coevo.report.teachable import section
+    from coevo.recipes.rgbc.report import section
 
     html = section(led, arm, tmp_path)
     assert "Lag against its zero-learning null" in html and "Teachable-quality report" in html

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_coevo
-from coevo.backends.pretrain import ROLES, solution_steps, solver_path, state_digest
+from coevo.pretrain import ROLES, solution_steps, solver_path, state_digest
 from coevo.backends.tiny import TinyPolicy
 from coevo.worlds.arithmetic import ArithmeticWorld, evaluate, generate, LEVELS
 

@@ -16,7 +16,7 @@ FAKE = textwrap.dedent('''
     RECIPES = {
         "rz": RecipeInfo(name="rz", factory="x:y", roles=(), report_sections=("coevo.recipes.rzero.report:section",),
                          summary_columns=("pseudo_label_accuracy",)),
-        "rg": RecipeInfo(name="rg", factory="x:y", roles=(), report_sections=("coevo.report.teachable:section",)),
+        "rg": RecipeInfo(name="rg", factory="x:y", roles=(), report_sections=("coevo.recipes.rgbc.report:section",)),
     }
 ''')
 
@@ -156,5 +156,5 @@ def test_builtin_recipes_declare_their_sections():
 
     # A RecipeNotFound here is the failure this test exists to catch: let it fail the test.
     got = {name: get_recipe(name).report_sections for name in ("rzero", "synco", "rgbc")}
-    assert got == {"rzero": ("coevo.recipes.rzero.report:section",), "synco": ("coevo.report.teachable:section",),
-                   "rgbc": ("coevo.report.teachable:section",)}
+    assert got == {"rzero": ("coevo.recipes.rzero.report:section",), "synco": ("coevo.recipes.rgbc.report:section",),
+                   "rgbc": ("coevo.recipes.rgbc.report:section",)}

@@ -16,9 +16,9 @@ import torch
 from coevo.core.policy import Completion
 from coevo.config import load_config
 from coevo.ledger.store import Ledger
-from coevo.recipes.rgbc import RGBCRecipe
+from coevo.recipes.rgbc.recipe import RGBCRecipe
 from coevo.rewards.formulas import quality_gate, teachability
-from coevo.stages.equivalence import WorldEquivalence
+from coevo.verify.run import WorldEquivalence
 from coevo.worlds.arithmetic import ArithmeticWorld, evaluate, generate
 
 
@@ -180,7 +180,7 @@ def test_nu_bucket_and_doubt_drop(tmp_path):
     solver_tasks = {r["task_id"] for r in led.query("SELECT task_id FROM rewards WHERE role = 'solver'")}
     assert not ids & solver_tasks
     # the report's precision / recall of nu against the oracle, recomputed by hand
-    from coevo.report.teachable import teachable_numbers
+    from coevo.recipes.rgbc.report import teachable_numbers
 
     nums = teachable_numbers(led, "nu")
     flagged = [r for r in rows if r["nu"] == 0.0]

@@ -12,9 +12,9 @@ import pytest
 from coevo.core.policy import Completion
 from coevo.config import ConfigError, load_config
 from coevo.ledger.store import Ledger
-from coevo.recipes.rgbc import RGBCRecipe
-from coevo.stages.equivalence import make_run_verifier
-from coevo.stages.validate import reasoner_answer, reasoner_rewards, validate_outputs
+from coevo.recipes.rgbc.recipe import RGBCRecipe
+from coevo.verify.run import make_run_verifier
+from coevo.recipes.rgbc.validate import reasoner_answer, reasoner_rewards, validate_outputs
 from coevo.worlds.arithmetic import SYNTH_PROMPT, ArithmeticWorld
 from coevo.worlds.math import MathWorld
 

@@ -17,7 +17,7 @@ from coevo.retrieval.bm25 import BM25Retriever
 from coevo.retrieval.corpus import load_corpus
 from coevo.retrieval.http import HTTPRetriever
 from coevo.retrieval.server import RetrievalServer
-from coevo.worlds.base import Task
+from coevo.core.world import Task
 
 
 class SearchR1Generation:  # search_r1/llm_agent/generation.py (LLMGenerationManager), the three pieces verbatim

@@ -1,8 +1,8 @@
 import pytest
 
 from coevo.core.policy import Completion
-from coevo.stages.equivalence import WorldEquivalence
-from coevo.stages.validate import (consensus_check, reasoner_answer, reasoner_rewards,
+from coevo.verify.run import WorldEquivalence
+from coevo.recipes.rgbc.validate import (consensus_check, reasoner_answer, reasoner_rewards,
                                    reliability_parts, validate_outputs)
 from coevo.worlds.arithmetic import ArithmeticWorld
 from coevo.worlds.synthesis import schema_check

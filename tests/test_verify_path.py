@@ -7,7 +7,7 @@ import pytest
 from coevo.core.policy import Completion
 from coevo.ledger.store import StepWriter
 from coevo.stages.core import majority_vote
-from coevo.stages.equivalence import (RunVerifier, WorldEquivalence, make_run_verifier, pair_key,
+from coevo.verify.run import (RunVerifier, WorldEquivalence, make_run_verifier, pair_key,
                                       run_verifier_from_config)
 from coevo.stages.evaluate import evaluate_solver
 from coevo.verify import IntegerVerifier, MemoryCacheStore, Verdict, VerifierPool, make_verifier
@@ -252,7 +252,7 @@ def test_evaluate_solver_through_the_verifier(pool):
 
 def test_per_criterion_verifiers_route_by_criterion_id():
     """verify.criteria: a criterion with a verifier of its own is checked by it; others by the run's kind."""
-    from coevo.stages.equivalence import make_run_verifier
+    from coevo.verify.run import make_run_verifier
     from coevo.worlds.arithmetic import ArithmeticWorld
 
     rv = make_run_verifier(None, None, ArithmeticWorld(eval_per_level=1), criteria={"half": {"kind": "math"}})

@@ -158,7 +158,7 @@ def solver_majority_columns(verifier: Any, answer_lists: Sequence[Sequence[Optio
     """The solver-majority columns of ``task_stats`` for tasks that were solved, every one of them.
 
     ``verifier``: the run's verifier (``majority_votes`` and ``match_many``, as
-    ``coevo.stages.equivalence.RunVerifier``); ``answer_lists``: each task's solver answers (None = no
+    ``coevo.verify.run.RunVerifier``); ``answer_lists``: each task's solver answers (None = no
     answer); ``references``: each task's proposer answer. Returns per task ``{"solver_majority":
     label, "solver_majority_share": share of all answers, "solver_agrees": 1.0 / 0.0 / None}``:
     agrees = the run verifier's verdict on (majority, reference); 0.0 when no solve gave an answer;

@@ -3,7 +3,7 @@
 The one place where kappa-bar, nu-bar (with the reference-in-doubt share), l-bar and the screen
 bearing rate are computed from ``task_stats`` rows, and where their oracle truths are computed
 from the per-task audit values. Callers: the recipe (``RGBCRecipe`` step metrics), the report
-(``coevo.report.teachable``); ``coevo.audit.run_audit`` uses the same per-task indicators
+(``coevo.recipes.rgbc.report``); ``coevo.audit.run_audit`` uses the same per-task indicators
 (``coevo.audit.instruments``) with the audit's interval rule.
 
 A row is a mapping with the ``task_stats`` columns (missing keys read as None):

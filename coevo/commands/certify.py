@@ -85,7 +85,7 @@ def register(apps: dict) -> None:
         the null-model fit error, nu-bar and P1's verdict."""
         from coevo.audit.certify import CertifyError, certify
         from coevo.core.policy import SamplingParams
-        from coevo.stages.equivalence import make_run_verifier
+        from coevo.verify.run import make_run_verifier
         from coevo.verify.pool import default_pool
 
         try:

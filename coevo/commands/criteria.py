@@ -64,7 +64,7 @@ def derive(
     """Derive-then-verify: the annotator solves; only answers passing the endpoint check
     give criteria (their intermediate steps); rejected candidates are kept with reasons."""
     from coevo.criteria.bank import BankError, load_bank, write_bank
-    from coevo.criteria.derive import annotate, derive_bank
+    from coevo.commands.criteria_derive import annotate, derive_bank
 
     try:
         if split not in ("eval", "train"):

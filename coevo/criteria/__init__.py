@@ -8,7 +8,7 @@ Public API:
   rates), ``CriterionVerifier`` (one criterion on a whole answer, any kind), ``reference_of``
 - ``coevo.criteria.scoring``: ``CriteriaScorer`` (verdicts through ``RunVerifier``: pool,
   cache, criterion ids), ``criterion_pairs``
-- ``coevo.criteria.derive``: ``derive_bank`` (derive-then-verify; rejections with reasons)
+- ``coevo.commands.criteria_derive``: ``derive_bank`` (derive-then-verify; rejections with reasons)
 """
 from coevo.criteria.bank import BankEntry, BankError, Criterion, bank_summary, load_bank, write_bank
 

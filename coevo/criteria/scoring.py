@@ -1,7 +1,7 @@
 """Per-criterion verdicts through the run verifier (pool, cache, criterion ids).
 
 ``CriteriaScorer`` groups the checks of many (entry, answer) pairs by (kind, locate) and
-sends each group through one ``coevo.stages.equivalence.RunVerifier`` whose checker is a
+sends each group through one ``coevo.verify.run.RunVerifier`` whose checker is a
 ``CriterionVerifier``: every verdict runs in the verifier pool when one is given (a hung
 check becomes a real ``timeout``), is cached in the run's ledger when a cache store is
 given, and carries its criterion id.  The scorer computes no reward: the recipe feeds the
@@ -63,7 +63,7 @@ class CriteriaScorer:
 
     def verifier(self, kind: str, where: str):
         """The ``RunVerifier`` of one (kind, locate)."""
-        from coevo.stages.equivalence import RunVerifier
+        from coevo.verify.run import RunVerifier
         from coevo.verify.cache import VerdictCache
 
         key = (kind, where)

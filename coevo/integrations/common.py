@@ -78,7 +78,7 @@ def build_verifier(kind: str = "math", options: Optional[dict] = None, workers: 
     """A ``RunVerifier`` of ``kind`` (a ``coevo.verify`` kind) through the verifier pool:
     ``workers`` None = the process-wide ``default_pool()``, 0 = in-process (no timeout
     enforcement: tests only), N = a pool of N workers. Cached per process and arguments."""
-    from coevo.stages.equivalence import make_run_verifier
+    from coevo.verify.run import make_run_verifier
     from coevo.verify.pool import VerifierPool, default_pool
 
     key = (kind, json.dumps(options or {}, sort_keys=True, default=str), workers, timeout_s, os.getpid())

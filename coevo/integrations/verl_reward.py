@@ -237,10 +237,10 @@ def compute_teachability_scores(data_sources: Sequence, solution_strs: Sequence[
     (``<question>…</question>`` then the reference ``\\boxed{}``): mu = share of the screen group's
     solver answers (``extra_info[answers_key]``) that the verifier matches to the reference (an
     abstention counts as not matching); the confirm group (``extra_info[confirm_key]``) gives
-    mu_confirm; ``coevo.rewards.arms.synthesizer_arm_reward(arm, ...)`` with the gates' scores from
+    mu_confirm; ``coevo.recipes.rgbc.arms.synthesizer_arm_reward(arm, ...)`` with the gates' scores from
     ``extra_info['quality' | 'reliability']`` (default 1). A question without a reference gets
     ``format_failure_reward``."""
-    from coevo.rewards.arms import ArmFacts, synthesizer_arm_reward
+    from coevo.recipes.rgbc.arms import ArmFacts, synthesizer_arm_reward
     from coevo.worlds.math import MathWorld
 
     _CALLS["batch"] += 1

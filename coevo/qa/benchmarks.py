@@ -110,11 +110,11 @@ def _records(p: Path):
             raise BenchmarkError(f"cannot read parquet file {p}: {e}") from None
         return ((no, row, None) for no, row in enumerate(rows, 1))
     if p.suffix == ".json":
-        from coevo.integrations.formats import Bad, json_records
+        from coevo.core.records import RecordError, json_records
 
         try:
             return json_records(p)  # a JSON array (FlashRAG's .json) or JSON lines
-        except Bad as e:
+        except RecordError as e:
             raise BenchmarkError(str(e)) from None
     return _jsonl_records(p)
 

@@ -162,7 +162,7 @@ def resume_run(run_dir: Path, quiet: bool = False) -> Path:
 
 def _execute(cfg: RunConfig, run_dir: Path, fresh: bool, quiet: bool) -> None:
     from coevo.executors import ExecutorError, make_executor
-    from coevo.stages.equivalence import run_verifier_from_config
+    from coevo.verify.run import run_verifier_from_config
 
     torch.set_num_threads(cfg.backend.threads)
     run_id = run_dir.resolve().name

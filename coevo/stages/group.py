@@ -27,7 +27,7 @@ class StepContext:
     round: int
     step: int
     world: World
-    verifier: object  # match_many / majority_votes (coevo.stages.equivalence)
+    verifier: object  # match_many / majority_votes (coevo.verify.run)
     loss: LossConfig
     advantage_scale: str = "group"
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import re
 import string
-from typing import Iterable, Union
+import json
+from typing import Any, Iterable, Union
+
+from coevo.core.verdict import Verdict, abstain
 
 _PUNCT = set(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -40,3 +43,40 @@ def cover_em(prediction: str, golds: Union[str, Iterable[str]]) -> int:
     docs note this leniency."""
     p = normalize_answer(prediction)
     return int(any((g := normalize_answer(x)) and g in p for x in _golds(golds)))
+
+
+# ---------------------------------------------------------------------- EM / Cover-EM checks (coevo.qa.metrics re-exports them)
+EM_KIND_VERSION = "em-1"
+
+
+def golds_of(reference: Any) -> list[str] | None:
+    """The gold answers a reference stands for: a list/tuple -> its items as strings; a
+    string holding a JSON list of strings -> that list; any other string -> ``[reference]``;
+    None -> None."""
+    if reference is None:
+        return None
+    if isinstance(reference, (list, tuple)):
+        return [str(g) for g in reference if g is not None]
+    s = str(reference)
+    if s.lstrip().startswith("["):
+        try:
+            val = json.loads(s)
+        except ValueError:
+            return [s]
+        if isinstance(val, list) and all(isinstance(g, (str, int, float)) for g in val):
+            return [str(g) for g in val]
+    return [s]
+
+
+def check_em(answer: Any, reference: Any) -> Verdict:
+    """EM of ``answer`` against the golds of ``reference`` (``golds_of``), Cover-EM in
+    ``detail["cover_em"]``.  A missing or empty answer is a 0 (``detail["note"] =
+    "no-answer"``, both metrics 0 as in Search-R1's ``compute_score_em``); a missing
+    reference or one with no gold abstains ``unparsable``."""
+    golds = golds_of(reference)
+    if not golds:
+        return abstain("unparsable", side="reference", note="no gold answer")
+    if answer is None or not str(answer).strip():
+        return Verdict(0, detail={"note": "no-answer", "cover_em": 0, "golds": len(golds)})
+    a = str(answer)
+    return Verdict(exact_match(a, golds), detail={"cover_em": cover_em(a, golds), "golds": len(golds)})

@@ -264,11 +264,11 @@ class EMVerifier(Verifier):
 
     @property
     def version(self):
-        from coevo.qa.metrics import EM_KIND_VERSION
+        from coevo.verify.answers import EM_KIND_VERSION
         return EM_KIND_VERSION
 
     def check(self, answer, reference=None, **ctx) -> Verdict:
-        from coevo.qa.metrics import check_em
+        from coevo.verify.answers import check_em
         return check_em(answer, reference)
 
 

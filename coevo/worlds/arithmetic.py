@@ -119,7 +119,7 @@ class ArithmeticWorld:
             return ParseResult(None, "not-an-expression")
         return ParseResult(Task(task_id=task_id, question=q, meta={"difficulty": level_of(q)}))
 
-    # synthesizer side (SynCo / RGBC; the validator's rules for ``steps`` are coevo.stages.validate) ------
+    # synthesizer side (SynCo / RGBC; the validator's rules for ``steps`` are coevo.recipes.rgbc.validate) ------
     synthesis_style: ClassVar[str] = "steps"
 
     def synthesizer_prompts(self, n: int, seed: int = 0) -> list[str]:

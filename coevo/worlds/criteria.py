@@ -32,7 +32,7 @@ split, never seen in pretraining).  ``scorer(pool, cache_store, timeout_s)`` ret
 ``CriteriaScorer`` that checks criteria through the run verifier; ``verifier_pairs(task,
 answer)`` lists the (criterion id, kind, locate, answer, reference) checks.
 Tiny policies: ``coevo/assets/criteria_student.pt``, ``criteria_expert_units.pt``,
-``criteria_expert_arith.pt`` (coevo/backends/pretrain_criteria.py); docs/criteria.md.
+``criteria_expert_arith.pt`` (coevo/pretrain/criteria.py); docs/criteria.md.
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ when ``split_of(question) == "eval"`` (a hash of the text: 1 in 5), so held-out
 questions are never pretraining questions.
 
 ``perturbed_solution(p, errors)`` writes a solution with named mistakes (``ERRORS``): the
-tiny policies are pretrained on such solutions (coevo/backends/pretrain_criteria.py) and
+tiny policies are pretrained on such solutions (coevo/pretrain/criteria.py) and
 the tests use them as scripted answers.
 """
 from __future__ import annotations

@@ -330,7 +330,7 @@ class FactsWorld:
         """EM with the SQuAD normaliser (the ``em`` verifier kind's check)."""
         if a is None or b is None:
             return False
-        from coevo.qa.metrics import check_em
+        from coevo.verify.answers import check_em
 
         return check_em(a, b).value == 1
 

@@ -14,7 +14,7 @@
   the one definition is ``coevo.verify.checks.check_math_answer`` (cheap normalised
   string equality first, then math-verify on ``\\boxed{}``-wrapped forms, sympy
   fallback).  A run checks answers through its run verifier
-  (``coevo.stages.equivalence.make_run_verifier``: pool + cache).  ``equivalent`` runs
+  (``coevo.verify.run.make_run_verifier``: pool + cache).  ``equivalent`` runs
   the same check *inline* (callers outside a pool worker should not use it on model
   output); ``verdicts`` runs it through a ``VerifierPool`` and returns Verdicts with
   their reasons (timeout, unparsable, ...); ``group_answers`` is R-Zero's majority-vote

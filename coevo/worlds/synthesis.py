@@ -2,7 +2,7 @@
 
 A Synthesizer writes ``<question>Q</question><solution>S</solution><answer>A</answer>``.  A world
 that SynCo/RGBC can run in defines ``synthesizer_prompts(n, seed)`` and
-``parse_synthesis(text, task_id) -> Synthesis``; the validator (``coevo.stages.validate``) runs
+``parse_synthesis(text, task_id) -> Synthesis``; the validator (``coevo.recipes.rgbc.validate``) runs
 its checks on the ``Synthesis``, the recipe names no world.  ``synthesis_style`` says which
 consistency rule the validator applies: ``steps`` (rule-based ``A op B = C`` steps, the
 arithmetic world) or ``freeform`` (the answer the solution states vs the final answer, through

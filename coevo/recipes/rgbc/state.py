@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from coevo.core.policy import Completion
-from coevo.stages.validate import Consensus, Validation
+from coevo.recipes.rgbc.validate import Consensus, Validation
 from coevo.core.world import Task
 
 __all__ = ["TaskState", "Candidate", "match_share"]

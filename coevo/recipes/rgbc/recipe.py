@@ -5,14 +5,14 @@ One joint step (phase ``train``) is a sequence of named stages over typed per-ta
 (``Candidate`` per Synthesizer output, ``TaskState`` per accepted task):
 
 1. ``_synthesize``: the Synthesizer writes ``tasks_per_step`` tasks; validator rho_t
-   (``coevo.stages.validate``), verdicts and reasons to the ledger;
+   (``coevo.recipes.rgbc.validate``), verdicts and reasons to the ledger;
 2. ``_consensus``: ``consensus_n`` independent solves; a task whose solves do not support its
    reference never reaches the Reasoner and returns negative feedback to the Synthesizer;
 3. ``_screen``: K rollouts per accepted task -> mu_1 (correct = matches the reference);
 4. ``_confirm``: K more rollouts, only for 0 < mu_1 < 1, before (arm mu_tilde) or after (arm
    full: the *post* group) the Reasoner update -> kappa, mu~ over 2K, the mode and nu, lag;
 5. ``_update_reasoner``: GRPO on the screen (pre) group: 1.0 / 0.9 (format recovery) / 0;
-6. ``_reward_synthesizer``: r_S by arm (``coevo.rewards.arms``), GRPO update.
+6. ``_reward_synthesizer``: r_S by arm (``coevo.recipes.rgbc.arms``), GRPO update.
 
 Arms (``rgbc.arm``): ``synco`` T(mu_1); ``mu_tilde`` T(mu~), no kappa discount; ``full``
 T(mu~) omega(kappa) with the confirm group drawn after the Reasoner update. Where an arm has no
@@ -34,37 +34,14 @@ from coevo.audit.truth import truth_metrics
 from coevo.ledger.rows import dumps, task_row, verdict_row
 from coevo.ledger.store import StepWriter
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan, sampling_params
-from coevo.core.registry import RecipeInfo, RoleSpec
-from coevo.recipes.rgbc_config import RGBCConfig, SynCoConfig
-from coevo.recipes.rgbc_state import Candidate, TaskState, match_share
-from coevo.rewards.arms import ArmFacts, synthesizer_arm_reward
+from coevo.recipes.rgbc.state import Candidate, TaskState, match_share
+from coevo.recipes.rgbc.arms import ArmFacts, synthesizer_arm_reward
 from coevo.rewards.formulas import advantage_magnitude, quality_gate
-from coevo.rewards.k_arm import adv_hat_reward, budget_matched_tasks
+from coevo.recipes.rgbc.k_arm import adv_hat_reward, budget_matched_tasks
 from coevo.stages.group import StepContext, draw_group, match_grouped, update_role
-from coevo.stages.validate import (VALIDATOR_KIND, consensus_from_verdicts, reasoner_answer, reasoner_rewards,
+from coevo.recipes.rgbc.validate import (VALIDATOR_KIND, consensus_from_verdicts, reasoner_answer, reasoner_rewards,
                                    validate_outputs)
 from coevo.core.world import Task, role_sampling
-
-
-_ROLES = (RoleSpec("solver", asset="solver", seed_offset=0, lr="lr_solver"),
-          RoleSpec("synthesizer", asset="synthesizer", seed_offset=1, lr="lr_challenger"))
-_COLS = ("synthesizer_reward_mean", "solver_reward_mean", "bearing_rate", "kappa_bar", "nu_bar", "lag_bar")
-_TRUTH_COLS = ("reference_accuracy_truth", "reference_accuracy_truth_accepted", "truth_oracle_agreement",
-               "truth_oracle_kappa")
-RECIPES = {
-    "synco": RecipeInfo(name="synco", factory="coevo.recipes.rgbc:RGBCRecipe", roles=_ROLES,
-                        sections={"synco": SynCoConfig, "rgbc": RGBCConfig}, worlds=("arithmetic", "math"),
-                        summary_columns=_COLS, report_sections=("coevo.report.teachable:section",),
-                        optional_summary_columns=_TRUTH_COLS,
-                        description="SynCo: Synthesizer + Reasoner, validator, consensus, T(mu_1)"),
-    "rgbc": RecipeInfo(name="rgbc", factory="coevo.recipes.rgbc:RGBCRecipe", roles=_ROLES,
-                       sections={"synco": SynCoConfig, "rgbc": RGBCConfig}, worlds=("arithmetic", "math"),
-                       summary_columns=_COLS, report_sections=("coevo.report.teachable:section",),
-                       optional_summary_columns=_TRUTH_COLS,
-                       description="SynCo + RGBC: screen/confirm, kappa discount, nu, lag; arms synco|mu_tilde|full"),
-}
-
-
 
 
 class RGBCRecipe(RecipeBase):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from coevo.backends.sft import adamw, prompt_target, sft_batch, sft_step, warmup_cosine_lr
+from coevo.pretrain.sft import adamw, prompt_target, sft_batch, sft_step, warmup_cosine_lr
 from coevo.backends.tiny import TinyConfig, TinyPolicy, n_params, write_tiny_checkpoint
 from coevo.core.policy import SamplingParams
 from coevo.worlds.arithmetic import LEVELS, evaluate, generate, format_question
@@ -232,8 +232,8 @@ def state_digest(pol: TinyPolicy) -> str:
 
 
 def pretrain_roles(role: str, out: Path, steps: int | None = None, seed: int = 0, quiet: bool = False) -> dict:
-    from coevo.backends import pretrain_facts as PF  # the facts world's search agents
-    from coevo.backends import pretrain_criteria as PC  # the criteria world's student and experts (not in "all")
+    from coevo.pretrain import facts as PF  # the facts world's search agents
+    from coevo.pretrain import criteria as PC  # the criteria world's student and experts (not in "all")
 
     roles = ROLES + PF.FACTS_ROLES if role == "all" else PC.expand_roles(role)
     for r in roles:

@@ -25,7 +25,7 @@ import time
 
 import torch
 
-from coevo.backends.sft import adamw, prompt_target, sft_batch, sft_step, warmup_cosine_lr
+from coevo.pretrain.sft import adamw, prompt_target, sft_batch, sft_step, warmup_cosine_lr
 from coevo.backends.tiny import TinyConfig, TinyPolicy
 from coevo.backends.tokenizer import FULL_VOCAB
 from coevo.worlds.criteria_gen import ERRORS, Problem, perturbed_solution, random_problem, split_of

@@ -23,7 +23,7 @@ import time
 import torch
 
 from coevo.core.policy import SamplingParams
-from coevo.backends.sft import adamw, sft_batch, sft_step, warmup_cosine_lr
+from coevo.pretrain.sft import adamw, sft_batch, sft_step, warmup_cosine_lr
 from coevo.backends.tiny import TinyConfig, TinyPolicy
 from coevo.backends.tokenizer import FULL_VOCAB
 from coevo.core.world import Task

@@ -165,7 +165,7 @@ def _plot(nums: dict) -> str:
 
 
 def section(led, run_id: str, run_dir: Path) -> str:
-    """The report section of a SynCo / RGBC run (registry: ``coevo.report.teachable:section``); also
+    """The report section of a SynCo / RGBC run (registry: ``coevo.recipes.rgbc.report:section``); also
     writes ``teachable.json`` into the run directory. "" when the run has no task_stats rows."""
     nums = teachable_numbers(led, run_id)
     if not nums["per_step"]:

@@ -1,6 +1,6 @@
 """The supervised loop every tiny asset is pretrained with (arithmetic, facts and criteria roles):
 a warm-up + cosine learning rate, a batch of sequences with a loss mask, and one AdamW step on the
-masked next-token cross-entropy. One definition (``coevo.backends.pretrain``,
+masked next-token cross-entropy. One definition (``coevo.pretrain``,
 ``pretrain_facts`` and ``pretrain_criteria`` call it); the shipped checkpoints were made with
 exactly these float operations, so a change here changes what ``coevo pretrain`` reproduces.
 """
