@@ -73,6 +73,10 @@ class ToyRecipe(RecipeBase):
     def plan(self) -> list[StepSpec]:
         return round_plan(self.cfg.toy.rounds, [("train", self.cfg.toy.steps_per_round)])
 
+    def proposer_reward(self, mu_solver: float, mu_helper: float) -> float:
+        """The proposer's reward for a task from the two solvers' pass rates (a made-up rule)."""
+        return 1.0 - abs(mu_solver - mu_helper)
+
     def _train(self, spec: StepSpec, w: StepWriter) -> dict:
         tc, ctx = self.cfg.toy, self.ctx(spec)
         props = propose(self.proposer, self.world, tc.prompts, tc.group, self.sp, id_prefix=f"s{spec.step}",
@@ -92,7 +96,7 @@ class ToyRecipe(RecipeBase):
                            [r["task_id"] for r in solved.rows.get("rollouts", [])])
         p_rewards = np.zeros(len(props))
         for j, i in enumerate(valid):
-            p_rewards[i] = 1.0 - abs(solved.mu("oracle", j) - helped.mu("oracle", j))
+            p_rewards[i] = self.proposer_reward(solved.mu("oracle", j), helped.mu("oracle", j))
         up_p = update_role(ctx, self.proposer, "proposer", [p.completion for p in props], p_rewards, tc.group,
                            ids, ids)
         w.extend(up_s.rows)
