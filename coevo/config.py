@@ -88,6 +88,14 @@ class BackendConfig(Strict):
         refuse_literal_key(v, "backend.options")  # a key in the config would be written to the run directory
         return v
 
+    @model_validator(mode="after")
+    def _known_option_keys(self) -> "BackendConfig":
+        if self.kind in ("hf", "openai") and self.options:
+            from coevo.backends.roles import check_option_keys
+
+            check_option_keys(self.options)  # a RoleConfigError is a ValueError: pydantic names backend.options
+        return self
+
 
 class EvalConfig(Strict):
     greedy: bool = True

@@ -47,6 +47,20 @@ DEFAULTS: dict[str, Any] = {
     "tiny": {"hidden": 64, "layers": 2, "heads": 4},
 }
 MODES = ("lora", "full", "shared")
+# the keys backend.options may set (hf / openai); set by the runner from other fields, not by options:
+OPTION_KEYS = frozenset(DEFAULTS) - {"backend", "roles", "lr_by_role"}
+
+
+def check_option_keys(options: dict) -> None:
+    """An unknown ``backend.options`` key is an error naming it (and the nearest known key), so a
+    typo cannot silently fall back to a default."""
+    import difflib
+
+    bad = sorted(set(options) - OPTION_KEYS)
+    if bad:
+        near = {k: difflib.get_close_matches(k, sorted(OPTION_KEYS), n=1) for k in bad}
+        said = ", ".join(f"{k!r}" + (f" (did you mean {near[k][0]!r}?)" if near[k] else "") for k in bad)
+        raise RoleConfigError(f"unknown option {said}; known: {', '.join(sorted(OPTION_KEYS))}")
 
 
 class RoleConfigError(ValueError):
@@ -94,9 +108,7 @@ def from_run_config(cfg) -> dict:
     b = cfg.backend
     d: dict[str, Any] = {"backend": "openai" if b.kind == "openai" else "hf",
                          "mode": {"separate": "full", "shared": "shared", "lora": "lora"}[b.roles],
-                         "lr": float(b.lr_solver), "lr_by_role": {"solver": float(b.lr_solver),
-                                                                  "challenger": float(b.lr_challenger),
-                                                                  "synthesizer": float(b.lr_challenger)},
+                         "lr": float(b.lr_solver),  # per-role rates: lr_by_role, from the recipe's RoleSpec.lr
                          "grad_clip": float(b.grad_clip), "seed": int(getattr(cfg, "seed", 0))}
     d.update(dict(b.options or {}))
     return d

@@ -77,9 +77,8 @@ def _tiny_policies(cfg: RunConfig, roles) -> dict:
         return {r.name: pol for r in roles}
     if b.roles != "separate":
         raise RunError("backend.roles=lora needs backend.kind=hf")
-    legacy = {"solver": b.solver_checkpoint, "challenger": b.challenger_checkpoint,
-              "synthesizer": b.synthesizer_checkpoint}
-    return {r.name: _tiny(r.name, r.asset or r.name, b.checkpoints.get(r.name, legacy.get(r.name)),
+    # backend.<role>_checkpoint: the per-role fields of older configs (backend.checkpoints.<role> wins)
+    return {r.name: _tiny(r.name, r.asset or r.name, b.checkpoints.get(r.name, getattr(b, f"{r.name}_checkpoint", None)),
                           _role_lr(b, r), cfg.seed + r.seed_offset, b.grad_clip) for r in roles}
 
 

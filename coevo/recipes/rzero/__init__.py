@@ -6,7 +6,12 @@ The rewards are the shared formulas of ``coevo.rewards`` (uncertainty, repetitio
 """
 from coevo.core.registry import RecipeInfo, RoleSpec
 from coevo.recipes.rzero.config import RZeroConfig
-from coevo.recipes.rzero.summary import COLUMN_NAMES
+
+# the names the round table and the caption use
+COLUMN_NAMES = {"pseudo_label_accuracy": ("PL acc", "pseudo-label accuracy of kept candidates"),
+                "kept_fraction": ("kept", "kept fraction"),
+                "challenger_reward_mean": ("C reward", "Challenger reward"),
+                "format_failure_rate": ("C fmt fail", "Challenger format failures")}
 
 RECIPES = {"rzero": RecipeInfo(
     name="rzero", factory="coevo.recipes.rzero.recipe:RZeroRecipe",

@@ -12,13 +12,6 @@ from coevo.audit.instruments import pseudo_label_accuracy
 from coevo.ledger import views
 from coevo.ledger.store import Ledger
 
-# the names the round table and the caption use
-COLUMN_NAMES = {"pseudo_label_accuracy": ("PL acc", "pseudo-label accuracy of kept candidates"),
-                "kept_fraction": ("kept", "kept fraction"),
-                "challenger_reward_mean": ("C reward", "Challenger reward"),
-                "format_failure_rate": ("C fmt fail", "Challenger format failures")}
-
-
 def round_columns(led: Ledger, run_id: str, r: int) -> dict:
     pl = pseudo_label_accuracy(views.kept_label_rows(led, run_id, r)["label_verdict"])
     kept = led.query("SELECT sum(CASE WHEN kept THEN 1 ELSE 0 END) AS k, count(*) AS n FROM tasks "
