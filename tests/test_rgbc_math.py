@@ -9,6 +9,8 @@ import re
 
 import pytest
 
+from coevo.core.errors import CannotRun
+
 from coevo.core.policy import Completion
 from coevo.config import ConfigError, load_config
 from coevo.ledger.store import Ledger
@@ -189,7 +191,7 @@ def test_rgbc_full_on_math_world_scripted(tmp_path):
 
 def test_tiny_backend_on_math_world_is_refused():
     cfg = load_config("cpu", None, ["recipe=rgbc", "world.name=math"])
-    with pytest.raises(ConfigError, match="needs a real model"):
+    with pytest.raises(CannotRun, match="needs a real model"):
         RGBCRecipe(cfg, MathWorld(), {"synthesizer": MathSynth("s", 0), "solver": MathSolver("r", 0)}, "x",
                    make_run_verifier(None, None, MathWorld()))
 
@@ -199,5 +201,5 @@ def test_world_without_synthesizer_format_is_refused():
         name = "nosynth"
 
     cfg = load_config("smollm2-cpu", None, ["recipe=rgbc"])
-    with pytest.raises(ConfigError, match="Synthesizer format"):
+    with pytest.raises(CannotRun, match="Synthesizer format"):
         RGBCRecipe(cfg, NoSynth(), {"synthesizer": MathSynth("s", 0), "solver": MathSolver("r", 0)}, "x", None)

@@ -68,15 +68,15 @@ class RGBCRecipe(RecipeBase):
         """Refuse, in one line, a world/backend the Synthesizer cannot write tasks in (every output
         would be rejected): no Synthesizer format on the world, or the tiny backend's arithmetic-only
         pretrained Synthesizer on a free-form world."""
-        from coevo.config import ConfigError
+        from coevo.core.errors import CannotRun
 
         missing = [m for m in ("synthesizer_prompts", "parse_synthesis") if not hasattr(world, m)]
         if missing:
-            raise ConfigError(f"invalid config: recipe {cfg.recipe!r} needs a world with a Synthesizer format "
+            raise CannotRun(f"recipe {cfg.recipe!r} needs a world with a Synthesizer format "
                               f"({', '.join(missing)} missing on world {getattr(world, 'name', world)!r})")
         style = getattr(world, "synthesis_style", "steps")
         if cfg.backend.kind == "tiny" and style != "steps":
-            raise ConfigError(f"invalid config: recipe {cfg.recipe!r} on world {world.name!r} needs a real model "
+            raise CannotRun(f"recipe {cfg.recipe!r} on world {world.name!r} needs a real model "
                               f"(backend.kind hf or openai, e.g. --preset smollm2-cpu); the tiny backend's "
                               f"Synthesizer writes arithmetic only")
 
@@ -99,7 +99,7 @@ class RGBCRecipe(RecipeBase):
         cands, extra = self._synthesize(spec, w)
         states = self._consensus(ctx, cands, w)
         truth = self._reference_truth(spec, cands, w)
-        self._audit_pass_rates(ctx, states, post=False)
+        self._audit_pass_rates(ctx, states, w, post=False)
         self._screen(ctx, states, w)
         bear = [s for s in states if s.bearing]
         self.last_bearing = len(bear) / len(states) if states else self.last_bearing
@@ -115,7 +115,7 @@ class RGBCRecipe(RecipeBase):
             self._doubt(states)  # after the update the bucket can only change the Synthesizer reward
         self._post_instrument(ctx, bear, w)
         if self.world.has_oracle:
-            self._audit_pass_rates(ctx, [s for s in states if s.mu_post is not None], post=True)
+            self._audit_pass_rates(ctx, [s for s in states if s.mu_post is not None], w, post=True)
         self._solver_majority(states)
         s_rewards, y_metrics, stats = self._reward_synthesizer(ctx, cands, w)
         return {**self._metrics(cands, states, stats, extra, s_rewards, rewards, y_metrics, s_metrics), **truth}
@@ -195,12 +195,15 @@ class RGBCRecipe(RecipeBase):
         return draw_group(ctx, self.solver, tasks, n, self.sp, purpose, targets, offset=offset, stream=stream,
                           extract=lambda c: reasoner_answer(self.world, c))
 
-    def _audit_pass_rates(self, ctx: StepContext, states: list[TaskState], post: bool) -> None:
-        """True pass rate (vs oracle) and reference-match rate per task from many extra samples."""
+    def _audit_pass_rates(self, ctx: StepContext, states: list[TaskState], w: StepWriter, post: bool) -> None:
+        """True pass rate (vs oracle) and reference-match rate per task from many extra samples
+        (audit stream; their rollouts and verdicts are in the ledger with purpose audit / audit-post)."""
         n = self.cfg.synco.audit_samples
         if n == 0 or not states or not self.world.has_oracle:
             return
-        g = self._draw(ctx, [s.task for s in states], n, "audit", "audit", [s.truth for s in states])
+        g = self._draw(ctx, [s.task for s in states], n, "audit-post" if post else "audit", "audit",
+                       [s.truth for s in states])
+        w.extend(g.rows)
         for j, s in enumerate(states):
             if post:
                 s.p_post, s.p_ref_post = g.mu("oracle", j), g.mu("reference", j)
