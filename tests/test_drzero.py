@@ -10,11 +10,11 @@ import pytest
 
 from coevo.config import load_config
 from coevo.ledger.store import Ledger
-from coevo.recipes import drzero_steps as steps
-from coevo.recipes.crossfit import (question_fold, retrieval_sources, scorer_fold, source_folds,
-                                    split_by_fold)
+from coevo.recipes.drzero import steps
+from coevo.recipes.drzero.crossfit import (question_fold, retrieval_sources, scorer_fold, source_folds,
+                                           split_by_fold)
 from coevo.core.registry import get_recipe, resolve
-from coevo.stages.equivalence import WorldEquivalence
+from coevo.verify.run import WorldEquivalence
 from drzero_stub import FakeProposer, FakeSolver, StubFactsWorld
 
 
@@ -59,7 +59,7 @@ def test_hop_bucket_advantages_by_hand():
 
 
 def test_proposer_reward_is_drzero_reward_by_default():
-    from coevo.rewards.drzero import drzero_proposer_reward
+    from coevo.recipes.drzero.rewards import drzero_proposer_reward
 
     k = np.array([0, 1, 2, 3, 4, 5])
     assert steps.proposer_reward(np.ones(6), k).tolist() == pytest.approx(drzero_proposer_reward(np.ones(6), k).tolist())
@@ -194,7 +194,7 @@ def test_summary_keeps_round_estimates_whole():
 
 
 def test_report_section_renders(tmp_path):
-    from coevo.report.drzero import round_series, section
+    from coevo.recipes.drzero.report import round_series, section
     from coevo.ledger import views
 
     led, _, _, _, _ = run_recipe(tmp_path, "crossfit")

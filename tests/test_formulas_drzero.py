@@ -1,4 +1,4 @@
-"""Dr. Zero proposer reward, hop-bucket advantages and MSV acceptance (coevo.rewards.drzero), hand-computed.
+"""Dr. Zero proposer reward, hop-bucket advantages and MSV acceptance (coevo.recipes.drzero.rewards), hand-computed.
 
 Values from facebookresearch/drzero verl/custom_reward/reward_function.py (see the module docstring)
 and False Frontiers §2.2–§2.3."""
@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from coevo.rewards.drzero import (drzero_answer_score, drzero_difficulty, drzero_format_score, drzero_integrity,
+from coevo.recipes.drzero.rewards import (drzero_answer_score, drzero_difficulty, drzero_format_score, drzero_integrity,
                                   drzero_proposer_reward, drzero_tool_score, hrpo_advantages, msv_accept,
                                   msv_side_answer)
 from coevo.rewards.formulas import crossfit_reward

@@ -156,7 +156,7 @@ def crossfit_ablation(
 ):
     """FF and proposer reward per CrossFit fold strategy over seeds (95 % intervals), a table, a plot."""
     from coevo.config import ConfigError
-    from coevo.recipes.crossfit import FOLD_STRATEGIES
+    from coevo.recipes.drzero.crossfit import FOLD_STRATEGIES
     from coevo.runner import RunError
 
     names = [s.strip() for s in strategies.split(",") if s.strip()]
@@ -167,7 +167,7 @@ def crossfit_ablation(
         fail("--seeds and --bank must be >= 1, --aux-steps >= 0")
     if out.exists() and costs and any((out / "runs").glob("*")):
         fail(f"{out / 'runs'} already holds runs: pass another --out")
-    from coevo.recipes.crossfit_ablation import ablation_plot, run_ablation
+    from coevo.recipes.drzero.ablation import ablation_plot, run_ablation
 
     try:
         res = run_ablation(preset, set_, seeds, bank, aux_steps, names, costs, out / "runs", first_seed)

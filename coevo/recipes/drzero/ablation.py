@@ -2,7 +2,7 @@
 
 Per seed: the proposer writes one bank of questions with draft answers on the facts world
 (once); then, for each fold strategy (``same-source``, ``random-question``, ``source-id``;
-``coevo.recipes.crossfit``), two fresh auxiliary solvers (the shipped checkpoint) train
+``crossfit.py``), two fresh auxiliary solvers (the shipped checkpoint) train
 ``aux_steps`` GRPO steps on their fold's bank questions and score every bank question with
 5 answers.  Per strategy: FF (the scoring majority agrees with the draft and the oracle
 rejects the draft; ``coevo.audit.false_agreement``) and the proposer reward R_P = f(k)
@@ -25,7 +25,7 @@ import numpy as np
 from coevo.audit.false_agreement import false_agreement_from_flags
 from coevo.audit.instruments import seed_range
 from coevo.recipes.base import StepSpec
-from coevo.recipes.crossfit import FOLD_STRATEGIES, question_fold
+from coevo.recipes.drzero.crossfit import FOLD_STRATEGIES, question_fold
 from coevo.rewards.formulas import crossfit_reward
 
 ARMS = ("drzero", "crossfit", "msv+crossfit")
@@ -56,9 +56,9 @@ def ablation_config(preset: str, overrides: Sequence[str], seed: int, recipe: st
 
 def _recipe(cfg):
     """A CrossFit recipe with fresh policies (shipped checkpoints) and an in-process verifier."""
-    from coevo.recipes.drzero import CrossFitRecipe
+    from coevo.recipes.drzero.recipe import CrossFitRecipe
     from coevo.runner import make_policies, make_world, recipe_info
-    from coevo.stages.equivalence import run_verifier_from_config
+    from coevo.verify.run import run_verifier_from_config
 
     world = make_world(cfg)
     pols = make_policies(cfg, None, recipe_info(cfg))
@@ -79,7 +79,7 @@ def question_bank(rec, bank_size: int) -> list[dict]:
 def replay(rec, bank: list[dict], strategy: str, aux_steps: int) -> dict:
     """Train the two auxiliary solvers under ``strategy`` on the bank, then score the bank."""
     from coevo.ledger.store import StepWriter
-    from coevo.recipes import drzero_steps as steps
+    from coevo.recipes.drzero import steps
 
     cf = rec.cf = rec.cf.model_copy(update={"fold_strategy": strategy})
     folds = [question_fold(b["task"].task_id, b["task"].meta["source_id"], strategy, rec.folds, cf.fold_seed)

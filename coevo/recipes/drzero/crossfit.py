@@ -14,36 +14,19 @@ by the fold-B auxiliary solver and vice versa.  The fold *strategy* is False Fro
   (no isolation at all: False Frontiers' "auxiliary solver with the question's source").
 
 Everything here is a pure function of ids and a seed, so the loop and the ablation
-(``coevo.recipes.crossfit_ablation``) assign folds identically.
+(``ablation.py``) assign folds identically.
 """
 from __future__ import annotations
 
 import hashlib
 import random
 from dataclasses import replace
-from typing import Collection, Literal, Sequence
+from typing import Collection, Sequence
 
-from pydantic import Field
-
-from coevo.config import Strict
 from coevo.core.world import Task
 
 FOLD_STRATEGIES = ("same-source", "random-question", "source-id")
 AUX_ROLES = ("aux_a", "aux_b")  # the auxiliary solver of fold 0 (A) and fold 1 (B)
-
-
-class CrossFitConfig(Strict):
-    fold_strategy: Literal["same-source", "random-question", "source-id"] = Field(
-        "source-id", description="how questions are split into folds and who scores them (False Frontiers §2.4)")
-    outside: Literal["zero", "extrapolate"] = Field(
-        "zero", description="f(k) at k = 0 and k = 5 (False Frontiers leaves it open): zero = 0 (k = 0 / k = 5 value "
-                            "0, default), extrapolate = the line (5 - k)/4 (1.25 / 0)")
-    retrieve_in_fold: bool = Field(True, description="auxiliary solvers retrieve only from their fold's sources "
-                                                     "(source-id and same-source strategies)")
-    aux_steps: int = Field(2, ge=0, description="auxiliary-solver GRPO steps per round (each fold)")
-    aux_prompts: int = Field(8, ge=1, description="questions per auxiliary step")
-    aux_group: int = Field(5, ge=1, description="auxiliary rollouts per question (GRPO group)")
-    fold_seed: int = Field(0, description="seed of the source split (and of random-question folds)")
 
 
 def source_folds(sources: Collection[str], seed: int = 0) -> dict[str, int]:

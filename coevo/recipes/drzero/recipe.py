@@ -1,6 +1,6 @@
 """Dr. Zero, MSV and CrossFit on a corpus world with sources (Dr. Zero; False Frontiers §2).
 
-One loop, three recipe names (``RECIPES``): ``drzero``, ``crossfit``, ``msv+crossfit``.
+One loop, three recipe names (``RECIPES`` in ``__init__.py``): ``drzero``, ``crossfit``, ``msv+crossfit``.
 Per round: ``proposer_steps`` proposer steps, then (CrossFit) ``crossfit.aux_steps``
 auxiliary-solver steps, ``solver_steps`` main-solver steps, one ``audit`` step and the
 held-out evaluation.
@@ -16,9 +16,9 @@ prompt, ``grpo_group_size=1``, ``reward_group_size=5``, ``algorithm=grpo_batch``
 3. the scoring group: ``n_answers`` = 5 answers to each accepted question, by the main solver
    (Dr. Zero: the solver of the previous phase, frozen while the proposer trains — here the
    main solver, which no proposer step updates) or, in CrossFit, by the auxiliary solver that
-   ``coevo.recipes.crossfit`` assigns; k = answers the verifier judges equal to the label;
-4. reward = format weight x format score + f(k) (``coevo.rewards``); advantages standardised
-   within hop buckets (``bucket_advantages``); one GRPO step.
+   ``crossfit.py`` assigns; k = answers the verifier judges equal to the label;
+4. reward = format weight x format score + f(k) (``rewards.py``); advantages standardised
+   within hop buckets (``coevo.rl.grpo.bucket_advantages``); one GRPO step.
 
 Solver steps: GRPO on the round's accepted questions, reward = EM against the label (draft or
 MSV consensus) through the run's verifier; the loss normalisation is ``loss.aggregation``
@@ -29,50 +29,20 @@ Audit step: the round's false-agreement mass FF and pseudo-label accuracy agains
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import Field
 
 from coevo.core.policy import full_text
-from coevo.config import Strict
+from coevo.core.world import ParseResult, role_sampling
 from coevo.ledger.rows import dumps, task_row, verdict_row_of
 from coevo.ledger.store import StepWriter
-from coevo.recipes import drzero_steps as steps
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan
-from coevo.recipes.crossfit import AUX_ROLES, CrossFitConfig, question_fold, source_folds
-from coevo.core.registry import RecipeInfo, RoleSpec
+from coevo.recipes.drzero import steps
+from coevo.recipes.drzero.crossfit import AUX_ROLES, question_fold, source_folds
 from coevo.stages.core import sampling_error_reason
 from coevo.stages.group import update_role
 from coevo.stages.rollout import rollout
-from coevo.core.world import ParseResult, role_sampling
-
-
-class DrZeroConfig(Strict):
-    rounds: int = Field(3, ge=1, description="False Frontiers: 3 rounds")
-    proposer_steps: int = Field(2, ge=0, description="proposer GRPO steps per round (paper: 18)")
-    solver_steps: int = Field(3, ge=0, description="main-solver GRPO steps per round (paper: 25)")
-    prompts: int = Field(16, ge=1, description="proposer prompts per step, one sample each (Dr. Zero group 1)")
-    n_answers: int = Field(5, ge=2, description="scoring answers per question (Dr. Zero reward_group_size=5)")
-    format_weight: float = Field(0.5, ge=0, description="reward = format_weight x format score + difficulty "
-                                                        "(Dr. Zero reward_function.py: 0.5)")
-    solver_prompts: int = Field(8, ge=1, description="questions per main-solver step")
-    solver_group: int = Field(5, ge=1, description="main-solver rollouts per question (GRPO group)")
-    max_turns: int = Field(3, ge=0, description="search calls per solver episode (training and evaluation)")
-    proposer_max_tokens: int | None = Field(None, ge=1, description="proposer tokens (None = sampling.max_new_tokens)")
-    msv: bool = Field(False, description="multi-sample verification (always on in recipe msv+crossfit)")
-    msv_source_aware: int = Field(3, ge=1, description="MSV source-aware answers per question")
-    msv_blind: int = Field(3, ge=1, description="MSV source-blind answers per question")
-    advantage_variant: Literal["paper", "code"] = Field(
-        "paper", description="hop-bucket advantages: paper = population std (False Frontiers §2.3); code = Dr. Zero's "
-                             "grpo_batch (unbiased std, a bucket of one: mean 0, std 1)")
-
-
-class AuditConfig(Strict):
-    auditor: dict[str, Any] = Field(
-        default_factory=dict, description="FF against an auditor model too: OpenAI-compatible endpoint options "
-                                          "(base_url, model, api_key_env, ...; coevo.audit.auditor.Auditor); "
-                                          "empty = oracle audit only")
 
 
 class DrZeroRecipe(RecipeBase):
@@ -265,28 +235,3 @@ class CrossFitRecipe(DrZeroRecipe):
 class MSVCrossFitRecipe(CrossFitRecipe):
     name = "msv+crossfit"
     force_msv = True
-
-
-_SOLVER = RoleSpec("solver", asset="facts_solver", seed_offset=0, lr="lr_solver")
-_PROPOSER = RoleSpec("proposer", asset="facts_proposer", seed_offset=1, lr="lr_challenger")
-_AUX = (RoleSpec("aux_a", asset="facts_solver", seed_offset=2, lr="lr_solver"),
-        RoleSpec("aux_b", asset="facts_solver", seed_offset=3, lr="lr_solver"))
-_COLS = ("false_agreement", "false_agreement_auditor", "pseudo_label_accuracy", "proposer_reward_mean", "accept_rate", "solver_reward_mean")
-_SECTIONS = ("coevo.report.drzero:section",)
-RECIPES = {
-    "drzero": RecipeInfo(
-        name="drzero", factory="coevo.recipes.drzero:DrZeroRecipe", roles=(_SOLVER, _PROPOSER),
-        sections={"drzero": DrZeroConfig, "audit": AuditConfig}, worlds=("facts",), summary_columns=_COLS, report_sections=_SECTIONS,
-        description="Dr. Zero: proposer (passage + hop count, 0.5 format + difficulty over 5 solver answers, "
-                    "hop-bucket advantages), search-agent solver trained on the drafts"),
-    "crossfit": RecipeInfo(
-        name="crossfit", factory="coevo.recipes.drzero:CrossFitRecipe", roles=(_SOLVER, _PROPOSER, *_AUX),
-        sections={"drzero": DrZeroConfig, "crossfit": CrossFitConfig, "audit": AuditConfig}, worlds=("facts",), summary_columns=_COLS,
-        report_sections=_SECTIONS,
-        description="CrossFit: the proposer is scored by the other fold's auxiliary solver, R_P = f(k)"),
-    "msv+crossfit": RecipeInfo(
-        name="msv+crossfit", factory="coevo.recipes.drzero:MSVCrossFitRecipe", roles=(_SOLVER, _PROPOSER, *_AUX),
-        sections={"drzero": DrZeroConfig, "crossfit": CrossFitConfig, "audit": AuditConfig}, worlds=("facts",), summary_columns=_COLS,
-        report_sections=_SECTIONS,
-        description="MSV + CrossFit: 3 source-aware + 3 source-blind answers gate and relabel each question"),
-}

@@ -1,4 +1,4 @@
-"""The pieces of the Dr. Zero / MSV / CrossFit loop (``coevo.recipes.drzero``): MSV labels,
+"""The pieces of the Dr. Zero / MSV / CrossFit loop (``recipe.py``): MSV labels,
 the scoring group, the proposer reward and its hop-bucket advantages, a GRPO step of a
 solver on accepted questions, and the round's audit.  Each takes the recipe (its world,
 policies, verifier and config) and returns plain data; ledger rows go to the step writer.
@@ -12,14 +12,14 @@ import numpy as np
 from coevo.audit.false_agreement import false_agreement_from_flags, false_agreement_summary, solver_majority_columns
 from coevo.audit.instruments import pseudo_label_accuracy
 from coevo.ledger.store import StepWriter
-from coevo.recipes.crossfit import AUX_ROLES, retrieval_sources, scorer_fold, with_sources
-from coevo.rewards.drzero import drzero_proposer_reward, hrpo_advantages, msv_accept
+from coevo.core.world import Task, role_sampling
+from coevo.recipes.drzero.crossfit import AUX_ROLES, retrieval_sources, scorer_fold, with_sources
+from coevo.recipes.drzero.rewards import drzero_proposer_reward, hrpo_advantages, msv_accept
 from coevo.rewards.formulas import crossfit_reward
 from coevo.stages.group import draw_group, update_role
 from coevo.stages.rollout import rollout
-from coevo.core.world import Task, role_sampling
 
-MSV_REASONS = ("msv-no-source-answer", "msv-no-blind-answer", "msv-disagree")  # coevo.rewards.drzero.msv_accept
+MSV_REASONS = ("msv-no-source-answer", "msv-no-blind-answer", "msv-disagree")  # coevo.recipes.drzero.rewards.msv_accept
 
 
 # ---------------------------------------------------------------------- rewards
@@ -27,7 +27,7 @@ def proposer_reward(format_score, k, n: int = 5, format_weight: float = 0.5, out
     """Proposer reward = format_weight x format score + f(k) (False Frontiers §2.3).
 
     With the defaults (weight 0.5, f = 0 at k = 0 / k = n) this is Dr. Zero's reward,
-    ``coevo.rewards.drzero.drzero_proposer_reward`` (its ``reward_function.py``: ``final = 0.5 *
+    ``coevo.recipes.drzero.rewards.drzero_proposer_reward`` (its ``reward_function.py``: ``final = 0.5 *
     format + compute_difficulty_score``), which computes it; otherwise the format part plus CrossFit's
     f(k) (``coevo.rewards.formulas.crossfit_reward``, ``outside="extrapolate"``: the line at the ends).
     ``k`` < 0 marks a proposal with no scoring group (malformed, or rejected by MSV): its reward is
@@ -44,7 +44,7 @@ def proposer_reward(format_score, k, n: int = 5, format_weight: float = 0.5, out
 
 
 def hop_advantages(rewards: Sequence[float], hops: Sequence[int], variant: str = "paper") -> np.ndarray:
-    """Dr. Zero's advantages, standardised within hop buckets (``coevo.rewards.drzero.hrpo_advantages``:
+    """Dr. Zero's advantages, standardised within hop buckets (``coevo.recipes.drzero.rewards.hrpo_advantages``:
     ``paper`` = population std, False Frontiers §2.3; ``code`` = Dr. Zero's ``grpo_batch``)."""
     return np.asarray(hrpo_advantages(np.asarray(rewards, dtype=float), np.asarray(hops), variant), dtype=float)
 
