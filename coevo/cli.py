@@ -58,8 +58,8 @@ def run(
         if address:
             overrides.append(f"executor.address={address!r}")
         if preset is None:  # --recipe X alone: the preset named X when there is one (drzero, crossfit, ...)
-            from coevo.config import PRESET_DIR
-            preset = recipe if recipe and (PRESET_DIR / f"{recipe}.yaml").is_file() else "cpu"
+            from coevo.config import preset_files
+            preset = recipe if recipe and recipe in preset_files() else "cpu"
         cfg = load_config(preset, config, overrides)
         if not force:
             check_intended_backend(cfg)

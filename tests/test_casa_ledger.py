@@ -10,15 +10,16 @@ import re
 import numpy as np
 import pytest
 
-from coevo.audit.casa import inflation_ratios, licensing_rates, phi_by_axis, rank_reversals
-from coevo.audit.casa_predictions import evaluate_casa_predictions, stress_break_rates
-from coevo.casa import views as casa_views
-from coevo.casa.config import CasaConfig
-from coevo.casa.probes import ProbePrompt, probe_answers, probe_summary, run_probes
-from coevo.casa.rows import rollout_rows
-from coevo.casa.scoring import Check, score_answer
-from coevo.casa.selfcheck import self_check_group
 from coevo.ledger.store import Ledger
+from coevo.recipes.vgopd.casa import views as casa_views
+from coevo.recipes.vgopd.casa.config import CasaConfig
+from coevo.recipes.vgopd.casa.probes import ProbePrompt, probe_answers, probe_summary, run_probes
+from coevo.recipes.vgopd.casa.rows import rollout_rows
+from coevo.recipes.vgopd.casa.scoring import Check, score_answer
+from coevo.recipes.vgopd.casa.selfcheck import self_check_group
+from coevo.recipes.vgopd.instruments import inflation_ratios, licensing_rates, phi_by_axis, rank_reversals
+from coevo.recipes.vgopd.predictions import evaluate_casa_predictions, stress_break_rates
+from coevo.recipes.vgopd.tables import TABLES
 
 WEIGHTS = {"mech": [1.0, 2.0, 1.0, -1.0], "evid": [1.0, 1.0, 3.0]}
 PREC = {"mech": 0.877, "evid": 0.782}
@@ -44,7 +45,7 @@ def write_run(run_dir, arm: str, p_abstain: float, steps: int = 6, seed: int = 0
     rc = np.random.default_rng(seed + 1)  # the recheck draws: the verdicts stay identical across arms
     cfg = CasaConfig(arm=arm, discount=discount if arm == "C" else None, precision=PREC)
     run_dir.mkdir(parents=True, exist_ok=True)
-    led = Ledger(run_dir / "ledger.duckdb")
+    led = Ledger(run_dir / "ledger.duckdb", tables=TABLES)  # the recipe's own tables (criterion_scores, ...)
     run_id = f"casa-{arm}"
     led.append("runs", [{"run_id": run_id, "created_at": 0.0, "recipe": "vgopd", "world": "criteria", "seed": seed,
                          "config_yaml": f"casa:\n  arm: {arm}\n"}])
@@ -137,7 +138,7 @@ def test_probes_rows_and_summary(arms):
 
 
 def test_report_section(arms):
-    from coevo.report.casa import section
+    from coevo.recipes.vgopd.report import section
 
     led = Ledger(arms["C"] / "ledger.duckdb", read_only=True)
     try:

@@ -6,12 +6,12 @@ import math
 import numpy as np
 import pytest
 
-from coevo.audit.casa import inflation_ratios, licensing_rates, rank_reversals, reversal_approx, reversal_exact
-from coevo.casa.gating import (
+from coevo.recipes.vgopd.casa.gating import (
     combine_advantages, counterfactual_gain, discount_factor, expert_gate_totals, failure_set, gate_weights,
     gated_kl_advantages, licensed_experts,
 )
-from coevo.casa.scoring import Check, answer_reward, arm_reward, score_answer, score_axis
+from coevo.recipes.vgopd.casa.scoring import Check, answer_reward, arm_reward, score_answer, score_axis
+from coevo.recipes.vgopd.instruments import inflation_ratios, licensing_rates, rank_reversals, reversal_approx, reversal_exact
 
 MECH = [Check("c1", "mech", 2.0, 1), Check("c2", "mech", 1.0, 0), Check("c3", "mech", 1.0, None, "timeout", "sim_judge"),
         Check("p1", "mech", -1.0, 1), Check("p2", "mech", -0.5, None, "unparsable")]
@@ -124,7 +124,7 @@ def test_two_equal_criteria_cannot_reverse_but_three_unequal_can():
     1 passed and 1.5 abstained (r~ = 0.4, phi = 0.6, r = 1)."""
     import itertools
 
-    from coevo.casa.scoring import Check, score_axis
+    from coevo.recipes.vgopd.casa.scoring import Check, score_axis
 
     def states(weights):
         out = []
@@ -152,7 +152,7 @@ def test_inflation_ratios_and_licensing_rates():
 
 
 def test_unknown_spellings_match_criteria_scores():
-    from coevo.casa.scoring import is_abstention
+    from coevo.recipes.vgopd.casa.scoring import is_abstention
 
     for v in (None, float("nan"), "unknown", "Abstain", "none", ""):
         assert is_abstention(v)

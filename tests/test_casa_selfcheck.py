@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from coevo.casa.config import CasaConfig, CasaConfigError, casa_config
-from coevo.casa.scoring import Check
-from coevo.casa.selfcheck import CasaSelfCheckError, arm_outputs, check_zero_abstention, self_check_group
+from coevo.recipes.vgopd.casa.config import CasaConfig, CasaConfigError, casa_config
+from coevo.recipes.vgopd.casa.scoring import Check
+from coevo.recipes.vgopd.casa.selfcheck import CasaSelfCheckError, arm_outputs, check_zero_abstention, self_check_group
 
 
 def test_arm_c_without_discount_fails_in_one_line():

@@ -1,4 +1,4 @@
-"""`coevo stress BANK` (coevo/casa/stress.py): adversarial answers, labels, the sandboxed recomputation,
+"""`coevo stress BANK` (coevo/recipes/vgopd/casa/stress.py): adversarial answers, labels, the sandboxed recomputation,
 break rates per verifier kind with Wilson intervals, and the JSON CASA-P4 reads."""
 import json
 import sys
@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from coevo.audit.casa_predictions import stress_break_rates
 from coevo.audit.stats import wilson_interval
-from coevo.casa.stress import adversarial_answers, recompute_truths, should_fail, stress_bank
 from coevo.criteria.bank import Criterion, load_bank
+from coevo.recipes.vgopd.casa.stress import adversarial_answers, recompute_truths, should_fail, stress_bank
+from coevo.recipes.vgopd.predictions import stress_break_rates
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import REPO, run_coevo  # noqa: E402

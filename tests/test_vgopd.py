@@ -1,4 +1,4 @@
-"""VG-OPD recipe (coevo/recipes/vgopd.py): tiny end-to-end runs per CASA arm, the null check (abstention
+"""VG-OPD recipe (coevo/recipes/vgopd/recipe.py): tiny end-to-end runs per CASA arm, the null check (abstention
 rates 0 -> phi = 0 everywhere and the three arms' runs identical), r / r~ = 1 / (1 - phi) on ledger data,
 and the zero-abstention self-check stopping a real run with one line."""
 import json
@@ -93,7 +93,7 @@ def test_inflation_identity_on_ledger(tmp_path):
     assert rows(rd, "SELECT count(*) FROM verdicts WHERE value IS NULL AND (reason IS NULL OR reason = '')") == [(0,)]
 
 
-INJECT = ("import sys, coevo.casa.scoring as s\n"
+INJECT = ("import sys, coevo.recipes.vgopd.casa.scoring as s\n"
           "orig = s.arm_reward\n"
           "s.arm_reward = lambda score, arm: orig(score, arm) + (0.01 if arm == 'B' else 0.0)\n"
           "from coevo.cli import app\n"

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from coevo.core.policy import Completion, SamplingParams
 from coevo.backends.tiny import TinyPolicy
-from coevo.casa.gating import GateEntry
+from coevo.core.policy import Completion, SamplingParams
 from coevo.recipes.vgopd import RECIPES, expert_roles
-from coevo.recipes.vgopd_steps import token_advantages
+from coevo.recipes.vgopd.casa.gating import GateEntry
+from coevo.recipes.vgopd.steps import token_advantages
 
 ASSETS = Path(__file__).resolve().parents[1] / "coevo" / "assets"
 

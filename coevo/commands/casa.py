@@ -23,7 +23,7 @@ def register(apps: dict) -> None:
         as_json: bool = json_option(),
     ):
         """Evaluate CASA-P1..P4 (docs/casa.md) on the runs given."""
-        from coevo.audit.casa_predictions import evaluate_casa_predictions
+        from coevo.recipes.vgopd.predictions import evaluate_casa_predictions
         from coevo.audit.data import AuditError
         from coevo.audit.predictions import print_predictions
 

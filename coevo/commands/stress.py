@@ -55,7 +55,7 @@ def stress(
     """Break rates of a criteria bank's verifiers under adversarial answers, per verifier kind (95% CIs)."""
     import json
 
-    from coevo.casa.stress import stress_bank
+    from coevo.recipes.vgopd.casa.stress import stress_bank
     from coevo.criteria.bank import BankError, load_bank
 
     if not bank.is_file():

@@ -55,7 +55,8 @@ class RecipeInfo:
     # "module:function" (ledger, run_id, round) -> {column: value}: round-row columns computed from
     # the ledger (beside the per-round means of the steps' metrics); None = none
     round_columns: str | None = None
-    # "module:function" (ledger, run_id, audit) -> [prediction dicts]: its predictions in `coevo audit --predictions`
+    # "module:function" (run_dirs, stress) -> [prediction dicts]: its predictions in `coevo audit --predictions`,
+    # called with the audited run directories of this recipe and the `--stress` file (or None)
     predictions: str | None = None
     # "module:function" (apps) -> None: registers the recipe's own CLI commands
     commands: tuple[str, ...] = ()

@@ -22,12 +22,12 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from coevo.audit.casa import phi_by_axis
 from coevo.audit.data import N_BOOT, AuditError, finite, float_array, open_ledger
 from coevo.audit.predictions import judge
 from coevo.audit.stats import Z95, bootstrap_stat, wilson_interval
-from coevo.casa import views as casa_views
 from coevo.ledger import views
+from coevo.recipes.vgopd.casa import views as casa_views
+from coevo.recipes.vgopd.instruments import phi_by_axis
 
 __all__ = ["CLAIMS", "DETERMINISTIC_KINDS", "JUDGE_KINDS", "load_casa_runs", "evaluate_casa_predictions",
            "stress_break_rates"]

@@ -8,77 +8,38 @@ Roles: ``student`` (trainable) and one frozen expert teacher per shipped ``coevo
 3. every answer (student and expert) checked against every criterion of the prompt through the run
    verifier (pool, cache, criterion ids); one ``verdicts`` row per (answer, criterion), abstentions
    included with their reasons; the expert's verdicts are its ONE cached verdict per (group, expert);
-4. per group the zero-abstention self-check (``coevo.casa.selfcheck.self_check_group``: stops the run
+4. per group the zero-abstention self-check (``coevo.recipes.vgopd.casa.selfcheck.self_check_group``: stops the run
    with one line naming step and group if the arms differ where no rollout abstained), which also gives
    the run arm's rewards and gate entries (failure set, licensing by Delta' > delta, arm C's
    low-confidence channel with its explicit discount);
-5. CASA rows per (rollout, axis) and per licence (``coevo.casa.rows.rollout_rows``), licences re-checked
+5. CASA rows per (rollout, axis) and per licence (``coevo.recipes.vgopd.casa.rows.rollout_rows``), licences re-checked
    against the world's deterministic oracle;
 6. one GRPO step on the student: group advantages of the arm's reward plus, on licensed rollouts, the
    gated-KL token advantage (teacher log-probs of the student's own tokens; localisation rule in
-   ``coevo.casa.gating.gated_kl_advantages``);
+   ``coevo.recipes.vgopd.casa.gating.gated_kl_advantages``);
 7. the three probes (own reference, mismatched reference, vacuous template) re-scored.
-Docs: docs/vgopd.md, docs/casa.md.
+Docs: docs/vgopd.md, docs/casa.md.  The registry entry (roles, sections, tables, columns) is
+``coevo/recipes/vgopd/__init__.py``.
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Optional
 
 import numpy as np
-from pydantic import Field
 
 from coevo.core.policy import SamplingParams
-from coevo.casa.config import CasaConfig
-from coevo.casa.probes import ProbePrompt, run_probes
-from coevo.casa.rows import rollout_rows
-from coevo.casa.scoring import score_answer
-from coevo.casa.selfcheck import CasaSelfCheckError, self_check_group
-from coevo.config import Strict
 from coevo.ledger.rows import rollout_row
 from coevo.ledger.store import StepWriter
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan
-from coevo.core.registry import RecipeInfo, RoleSpec
-from coevo.recipes.vgopd_steps import (criteria_scorer, expert_values, finite_or_none, oracle_axis_scores,
+from coevo.recipes.vgopd.casa.probes import ProbePrompt, run_probes
+from coevo.recipes.vgopd.casa.rows import rollout_rows
+from coevo.recipes.vgopd.casa.scoring import score_answer
+from coevo.recipes.vgopd.casa.selfcheck import CasaSelfCheckError, self_check_group
+from coevo.recipes.vgopd.steps import (criteria_scorer, expert_values, finite_or_none, oracle_axis_scores,
                                        rechecks_for, score_items, step_metrics, token_advantages, verdict_rows)
 from coevo.rl.grpo import group_advantages
 from coevo.stages.core import solve, to_groups
 from coevo.stages.group import draw_group, update_role
-
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
-EXPERT_PREFIX = "criteria_expert_"
-
-
-class VgopdConfig(Strict):
-    rounds: int = Field(2, ge=1)
-    steps_per_round: int = Field(8, ge=1, description="student GRPO steps per round (an evaluation follows)")
-    prompts: int = Field(16, ge=1, description="training prompts per step (one GRPO group each)")
-    group: int = Field(8, ge=2, description="G: student rollouts per prompt")
-    expert_max_tokens: int = Field(56, ge=1, description="token limit of the experts' greedy answers")
-    probe_prompts: int = Field(3, ge=0, description="prompts probed every step (first of the held-out set)")
-    axis_weights: dict[str, float] = Field(default_factory=dict, description="weights of the axis rewards in "
-                                           "the answer's reward (missing axes: 1)")
-    recheck: bool = Field(True, description="re-check every licence against the world's deterministic oracle")
-
-
-def expert_roles() -> tuple[RoleSpec, ...]:
-    """One frozen teacher role per shipped expert asset (``criteria_expert_<name>.pt`` -> ``expert_<name>``)."""
-    names = sorted(p.name[len(EXPERT_PREFIX):-3] for p in ASSETS.glob(f"{EXPERT_PREFIX}*.pt"))
-    return tuple(RoleSpec(f"expert_{n}", trainable=False, asset=f"{EXPERT_PREFIX}{n}", seed_offset=i + 1)
-                 for i, n in enumerate(names))
-
-
-SUMMARY = ("reward_mean", "phi_p95", "inflation_mean", "rank_reversals", "licensing_rate", "acc_arithmetic",
-           "acc_units", "acc_final", "acc_method")
-
-RECIPES = {"vgopd": RecipeInfo(
-    name="vgopd", factory="coevo.recipes.vgopd:VgopdRecipe",
-    roles=(RoleSpec("student", asset="criteria_student", seed_offset=0, lr="lr_solver"), *expert_roles()),
-    solver_role="student",
-    sections={"vgopd": VgopdConfig, "casa": CasaConfig}, worlds=("criteria",),
-    summary_columns=SUMMARY, report_sections=("coevo.report.casa:section",),
-    optional_summary_columns=("rank_reversals_oracle_r_tilde", "rank_reversals_oracle_r", "rank_reversals_oracle_tie"),
-    description="VG-OPD: verifier-gated multi-expert distillation under CASA's arms A / B / C")}
 
 
 class VgopdRecipe(RecipeBase):

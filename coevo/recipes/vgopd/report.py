@@ -1,7 +1,7 @@
 """CASA report sections (CASA proposal): phi by axis stratified by r~, the inflation r / r~, rank reversals per
 step, licensing rates per axis and the three probes.  Each ``(ledger, run_id, run_dir) -> HTML`` reads the
 ledger tables ``criterion_scores``, ``casa_gates`` and ``probes``; "" when the run has none of that data.
-Registry refs: ``coevo.report.casa:section`` (all five) or the single ``*_section`` functions.
+Registry refs: ``coevo.recipes.vgopd.report:section`` (all five) or the single ``*_section`` functions.
 """
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from coevo.audit.casa import inflation_ratios, licensing_rates, phi_by_axis, rank_reversals
-from coevo.casa import views as casa_views
 from coevo.ledger.store import Ledger
+from coevo.recipes.vgopd.casa import views as casa_views
+from coevo.recipes.vgopd.instruments import inflation_ratios, licensing_rates, phi_by_axis, rank_reversals
 from coevo.report.plots import figure_html, plt, png_data_uri
 
 __all__ = ["section", "phi_section", "inflation_section", "reversal_section", "licensing_section", "probe_section"]

@@ -1,9 +1,9 @@
-"""Helpers of the VG-OPD recipe (coevo/recipes/vgopd.py): criterion checks through the run verifier,
+"""Helpers of the VG-OPD recipe (coevo/recipes/vgopd/recipe.py): criterion checks through the run verifier,
 verdict rows, the expert's one cached verdict per group, deterministic re-checks of licences, the
 gated-KL token advantages and the per-step CASA metrics.
 
-Every formula lives in ``coevo.casa`` / ``coevo.audit.casa``; this module only wires them to the
-world, the policies and the ledger rows.
+Every formula lives in ``coevo.recipes.vgopd.casa`` / ``coevo.recipes.vgopd.instruments``; this module
+only wires them to the world, the policies and the ledger rows.
 """
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from coevo.audit.casa import inflation_ratios, rank_reversals
 from coevo.audit.instruments import abstention_share
-from coevo.casa.gating import combine_advantages, expert_gate_totals, gated_kl_advantages
-from coevo.casa.scoring import Check, is_abstention, score_answer
 from coevo.ledger.rows import verdict_row_of
+from coevo.recipes.vgopd.casa.gating import combine_advantages, expert_gate_totals, gated_kl_advantages
+from coevo.recipes.vgopd.casa.scoring import Check, is_abstention, score_answer
+from coevo.recipes.vgopd.instruments import inflation_ratios, rank_reversals
 
 __all__ = ["criteria_scorer", "score_items", "verdict_rows", "expert_values", "rechecks_for",
            "token_advantages", "step_metrics", "finite_or_none"]

@@ -19,7 +19,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from coevo.casa.scoring import Check, is_abstention
+from coevo.recipes.vgopd.casa.scoring import Check, is_abstention
 
 __all__ = ["GateEntry", "failure_set", "abstention_gate_set", "counterfactual_gain", "licensed_experts",
            "discount_factor", "gate_weights", "expert_gate_totals", "gated_kl_advantages", "combine_advantages"]

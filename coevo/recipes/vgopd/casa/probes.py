@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Sequence
 
-from coevo.casa.rows import probe_row
-from coevo.casa.scoring import Check, is_abstention
+from coevo.recipes.vgopd.casa.rows import probe_row
+from coevo.recipes.vgopd.casa.scoring import Check, is_abstention
 
 __all__ = ["ProbePrompt", "PROBE_KINDS", "VACUOUS_TEMPLATE", "probe_answers", "run_probes", "probe_summary"]
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from coevo.casa.gating import GateEntry, abstention_gate_set, failure_set
-from coevo.casa.scoring import AxisScore, Check, arm_reward
 from coevo.ledger.rows import dumps
+from coevo.recipes.vgopd.casa.gating import GateEntry, abstention_gate_set, failure_set
+from coevo.recipes.vgopd.casa.scoring import AxisScore, Check, arm_reward
 
 __all__ = ["criterion_score_row", "gate_row", "probe_row", "rollout_rows"]
 

@@ -11,9 +11,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from coevo.casa.config import ARMS, CasaConfig
-from coevo.casa.gating import GateEntry, gate_weights
-from coevo.casa.scoring import Check, answer_reward, has_abstention, score_answer
+from coevo.recipes.vgopd.casa.config import ARMS, CasaConfig
+from coevo.recipes.vgopd.casa.gating import GateEntry, gate_weights
+from coevo.recipes.vgopd.casa.scoring import Check, answer_reward, has_abstention, score_answer
 
 __all__ = ["CasaSelfCheckError", "arm_outputs", "check_zero_abstention", "self_check_group"]
 

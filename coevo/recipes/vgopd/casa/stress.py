@@ -13,7 +13,7 @@ off_by_factor  value     a conversion slip: ``10600 mm``
 unitless       unit      the number without its unit: ``1060``
 hedge          value     extra trailing text offering a wrong alternative: ``1060 mm or 10600 mm``
 wrong_sci      value     a wrong value in scientific notation: ``1.06e4 mm``
-vacuous        structure a content-free template (``coevo.casa.probes.VACUOUS_TEMPLATE``)
+vacuous        structure a content-free template (``coevo.recipes.vgopd.casa.probes.VACUOUS_TEMPLATE``)
 value_as_expr  structure (``expr:K`` criteria) the step's value written where its expression belongs:
                          ``56=56 km`` instead of ``7*8=56 km`` (the method is skipped, the number is right)
 sci_notation   (control) the right value in scientific notation: ``1.06e3 mm`` (should pass)
@@ -36,7 +36,7 @@ break rate per verifier kind has a Wilson 95 % interval.  Should-pass answers th
 reported as false rejects; abstentions are counted, never breaks.  Penalty criteria (weight < 0) are
 skipped (their verdict 1 means "fault present"; counted in ``skipped_penalties``).
 The JSON (``by_kind``: kind -> {n, broken, rate, ci_low, ci_high, ...}) is what CASA-P4 reads
-(``coevo.audit.casa_predictions.stress_break_rates``).
+(``coevo.recipes.vgopd.predictions.stress_break_rates``).
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ from fractions import Fraction
 from typing import Any, Dict, List, Optional, Sequence
 
 from coevo.audit.stats import wilson_interval
-from coevo.casa.probes import VACUOUS_TEMPLATE
+from coevo.recipes.vgopd.casa.probes import VACUOUS_TEMPLATE
 
 __all__ = ["FAMILIES", "CONTROLS", "adversarial_answers", "should_fail", "recompute_truths", "stress_bank",
            "summarize", "DETERMINISTIC_KINDS", "JUDGE_KINDS"]

@@ -17,8 +17,8 @@ GATE_COLS = ("step", "rollout_id", "task_id", "axis", "criterion_id", "expert", 
 
 
 def has_table(led: Ledger, table: str) -> bool:
-    rows = led.query("SELECT count(*) AS n FROM information_schema.tables WHERE table_name = ?", [table])
-    return bool(rows and rows[0]["n"])
+    """Whether the ledger file holds ``table`` (VG-OPD's tables exist only in VG-OPD runs)."""
+    return led.has_table(table)
 
 
 def _columns(led: Ledger, table: str, cols, run_id: str) -> Dict[str, List]:
