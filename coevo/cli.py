@@ -42,7 +42,8 @@ def run(
 ):
     """Co-evolve a proposer and a solver; writes a run directory with ledger, checkpoints, summary and report."""
     from coevo.config import ConfigError, check_intended_backend, load_config
-    from coevo.runner import RunError, run_from_config, resume_run
+    from coevo.core.errors import CannotRun
+    from coevo.runner import run_from_config, resume_run
 
     try:
         if resume is not None:
@@ -64,7 +65,7 @@ def run(
         if not force:
             check_intended_backend(cfg)
         run_from_config(cfg, out, quiet=quiet)
-    except (UserError, ConfigError, RunError) as e:
+    except (UserError, ConfigError, CannotRun) as e:  # RunError is a CannotRun
         fail(str(e))
 
 

@@ -166,6 +166,7 @@ def rgbc_steps(size: str, device: str, dtype: torch.dtype, steps: int, seed: int
     from coevo.config import load_config
     from coevo.ledger.store import Ledger
     from coevo.recipes.rgbc.recipe import RGBCRecipe
+    from coevo.runner.loop import Loop
     from coevo.verify.run import make_run_verifier
     from coevo.worlds.math import MathWorld
 
@@ -193,12 +194,11 @@ def rgbc_steps(size: str, device: str, dtype: torch.dtype, steps: int, seed: int
     with tempfile.TemporaryDirectory() as d:
         led = Ledger(Path(d) / "ledger.duckdb")
         led.append("runs", [{"run_id": "gpu-check", "recipe": "rgbc", "config_yaml": "{}"}])
-        for spec in [s for s in rec.plan() if s.phase == "train"][:steps]:
+        loop = Loop(led, "gpu-check", rec, pols)  # the one step loop (ledger transaction per step)
+        for spec in [s for s in loop.plan if s.phase == "train"][:steps]:
             sync(device)
             t = time.time()
-            with led.step("gpu-check", spec.step, spec.round, spec.phase, spec.phase_step) as w:
-                m = rec.run_step(spec, w)
-                w.metrics = m
+            m = loop.step(spec)
             sync(device)
             res["steps"].append({"seconds": round(time.time() - t, 2), "n_proposed": m["n_proposed"],
                                  "n_validated": m["n_validated"], "n_accepted": m["n_accepted"],

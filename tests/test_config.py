@@ -42,7 +42,7 @@ def test_unknown_preset_and_missing_file(tmp_path):
 def test_unknown_backend_option_is_a_load_error_naming_it():
     """backend.options is checked against the hf/openai option keys: a typo is an error at load,
     not a silent fall-back to the default (issue: typed config end to end)."""
-    with pytest.raises(ConfigError, match=r"unknown option 'modle' \(did you mean 'model'\?\)"):
-        load_config("cpu", None, ["backend.kind=hf", "backend.options={modle: smollm2}"])
+    with pytest.raises(ConfigError, match=r"unknown option 'devcie' \(did you mean 'device'\?\)"):
+        load_config("cpu", None, ["backend.kind=hf", "backend.options={devcie: cpu}"])
     cfg = load_config("cpu", None, ["backend.kind=hf", "backend.options={model: smollm2, device: cpu}"])
     assert cfg.backend.options == {"model": "smollm2", "device": "cpu"}

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from coevo.runner.loop import Loop
 from coevo.audit.data import collect
 from coevo.audit.false_agreement import (NOT_PROPOSER, false_agreement, false_agreement_flags,
                                          false_agreement_from_flags, false_agreement_mass, false_agreement_summary,
@@ -129,13 +130,11 @@ def test_all_correct_screen_with_a_wrong_reference_is_false_agreement(tmp_path):
                                     "synco.steps_per_round=2", "synco.audit_samples=0", "world.eval_per_level=2",
                                     "synco.hard_checks=[schema,well_posed,legality]"])
     world = ArithmeticWorld(eval_per_level=2)
-    rec = RGBCRecipe(cfg, world, {"synthesizer": MisreadingSynth("s", 1), "solver": MisreadingSolver("r", 2)},
-                     "mu1", WorldEquivalence(world, None))
+    pols = {"synthesizer": MisreadingSynth("s", 1), "solver": MisreadingSolver("r", 2)}
+    rec = RGBCRecipe(cfg, world, pols, "mu1", WorldEquivalence(world, None))
     led = Ledger(tmp_path / "mu1.duckdb")
     led.append("runs", [{"run_id": "mu1", "recipe": "rgbc", "config_yaml": json.dumps(cfg.model_dump())}])
-    for spec in rec.plan():
-        with led.step("mu1", spec.step, spec.round, spec.phase, spec.phase_step) as w:
-            w.metrics = rec.run_step(spec, w)
+    Loop(led, "mu1", rec, pols).run()
     rows = led.query("SELECT mu_screen, mode_answer, solver_majority, solver_majority_share, solver_agrees, "
                      "proposer_answer, reference_correct FROM task_stats WHERE mu_screen IS NOT NULL")
     wrong = [r for r in rows if r["reference_correct"] is False]

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from coevo.runner.loop import Loop
 from coevo.core.policy import Completion
 from coevo.config import load_config
 from coevo.ledger.store import Ledger
@@ -95,9 +96,7 @@ def run_recipe(tmp_path, name: str, overrides: list[str], steps: int = 3):
     rec = RGBCRecipe(cfg, world, pols, name, WorldEquivalence(world, None))
     led = Ledger(tmp_path / f"{name}.duckdb")
     led.append("runs", [{"run_id": name, "recipe": cfg.recipe, "config_yaml": json.dumps(cfg.model_dump())}])
-    for spec in rec.plan():
-        with led.step(name, spec.step, spec.round, spec.phase, spec.phase_step) as w:
-            w.metrics = rec.run_step(spec, w)
+    Loop(led, name, rec, pols).run()
     return led, rec
 
 

@@ -9,10 +9,11 @@ import re
 
 import pytest
 
+from coevo.runner.loop import Loop
 from coevo.core.errors import CannotRun
 
 from coevo.core.policy import Completion
-from coevo.config import ConfigError, load_config
+from coevo.config import load_config
 from coevo.ledger.store import Ledger
 from coevo.recipes.rgbc.recipe import RGBCRecipe
 from coevo.verify.run import make_run_verifier
@@ -167,11 +168,8 @@ def test_rgbc_full_on_math_world_scripted(tmp_path):
     rec = RGBCRecipe(cfg, world, pols, "m", make_run_verifier(None, None, world))
     led = Ledger(tmp_path / "m.duckdb")
     led.append("runs", [{"run_id": "m", "recipe": "rgbc", "config_yaml": "{}"}])
-    for spec in rec.plan():
-        if spec.phase != "train":
-            continue
-        with led.step("m", spec.step, spec.round, spec.phase, spec.phase_step) as w:
-            w.metrics = rec.run_step(spec, w)
+    loop = Loop(led, "m", rec, pols)
+    loop.run([s for s in loop.plan if s.phase == "train"])
     bad = led.query("SELECT reason, count(*) AS n FROM verdicts WHERE target = 'validator:consistency' AND value = 0 "
                     "GROUP BY reason")
     assert {r["reason"] for r in bad} == {"final-value-mismatch"}
