@@ -28,10 +28,32 @@ def verl_run(tmp_path_factory):
     return out, json.loads(p.stdout)
 
 
+LINE_V1_1, LINE_V2_0, LINE_V2_1 = 34, 49, 19  # where each damaged record starts
+RZ_NAMES = ("qwen3-4b_questioner_v1_0_results.json", "qwen3-4b_questioner_v1_1_results.json",
+            "qwen3-4b_questioner_v2_0_results.json", "qwen3-4b_questioner_v2_1_results.json")
+
+
+def damaged_copy(dst: Path) -> Path:
+    """tests/fixtures/rzero (as R-Zero's own scripts write them, make_fixtures.py) with three damaged
+    records added: a question_generate record (no results) in v1_1, a score of 1.5 in v2_0, and v2_1
+    cut off inside a new item (evaluate.sh kill -9s the slow writers after an hour)."""
+    dst.mkdir()
+    for name in RZ_NAMES:
+        (dst / name).write_bytes((FIX / "rzero" / name).read_bytes())
+    for name, item in ((RZ_NAMES[1], {"question": "What is 2 + 3?", "answer": "5", "score": 0}),
+                       (RZ_NAMES[2], {"question": "What is 6 / 3?", "answer": "2", "score": 1.5, "results": ["2"]})):
+        data = json.loads((dst / name).read_text())
+        (dst / name).write_text(json.dumps(data + [item], indent=4))  # evaluate.py's json.dump(..., indent=4)
+    cut = (dst / RZ_NAMES[3]).read_text()
+    (dst / RZ_NAMES[3]).write_text(cut[:-2] + ',\n    {\n        "question": "What is the lar')
+    return dst
+
+
 @pytest.fixture(scope="module")
 def rzero_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("imp") / "rzero_run"
-    p = coevo("import", "rzero", FIX / "rzero", "--references", FIX / "rzero" / "references.jsonl", "--out", out, "--json")
+    d = tmp_path_factory.mktemp("imp")
+    src, out = damaged_copy(d / "rzero"), d / "rzero_run"
+    p = coevo("import", "rzero", src, "--references", FIX / "rzero" / "references.jsonl", "--out", out, "--json")
     return out, json.loads(p.stdout)
 
 
@@ -73,26 +95,46 @@ def test_verl_audit_and_report(verl_run):
 
 def test_rzero_import_audit_report(rzero_run):
     out, res = rzero_run
-    # 10 readable questions in 2 rounds (save names v1, v2); 3 malformed: an item without results
-    # (line 16), a score of 1.5 (line 50), a file cut off inside its second item (line 19)
-    assert res["n_records"] == 10 and res["counts"]["steps"] == 2 and res["counts"]["tasks"] == 10
-    assert _where(res["malformed"]) == [("qwen3-4b_questioner_v1_1_results.json", 16),
-                                        ("qwen3-4b_questioner_v2_0_results.json", 50),
-                                        ("qwen3-4b_questioner_v2_1_results.json", 19)]
+    # the fixtures (make_fixtures.py: R-Zero's question_generate.py + evaluate.py on canned samples):
+    # v1_0: q1 391 (8/9), q2 100 (6/9, one sample unboxed: "None"), q3 20 (4/9; reference 24);
+    # v1_1: q4 label "None" (9 unboxed samples, score 1.0), q5 5/6 (5/9, two "None"); (a 'box' question skipped)
+    # v2_0: q7 144 (9/9), q8 30 (5/9, reference 23, one "None"), q9 42 (4/8: one empty box dropped);
+    # v2_1: q10 12 (6/9, no reference); (a '\\text' answer skipped). Plus the 3 damaged records.
+    assert res["n_records"] == 9 and res["counts"]["steps"] == 2 and res["counts"]["tasks"] == 9
+    assert res["counts"]["rollouts"] == 9 * 8 + 8
+    assert _where(res["malformed"]) == [(RZ_NAMES[1], LINE_V1_1), (RZ_NAMES[2], LINE_V2_0), (RZ_NAMES[3], LINE_V2_1)]
+    assert "a question_generate file?" in res["malformed"][0]["reason"]
     s = json.loads((out / "summary.json").read_text())
-    # kept iff 0.3 <= score <= 0.7: round 1 q2 (6/9), q3 (4/9), q6 (4/6) of 5; round 2 q8, q9, q10 of 5
-    # labels vs references: round 1: q2 right, q3 wrong ('20' vs 24), q6 right; round 2: q8 wrong, q9 right
-    assert [r["kept_fraction"] for r in s["rounds"]] == [0.6, 0.6]
+    # kept iff 0.3 <= score <= 0.7 and the label is not "None": round 1 q2, q3, q5 of 5; round 2 q8, q9, q10 of 4
+    # labels vs references: round 1: q2 right, q3 wrong ('20' vs 24), q5 right; round 2: q8 wrong, q9 right
+    assert [r["kept_fraction"] for r in s["rounds"]] == [0.6, 0.75]
     assert [r["pseudo_label_accuracy"] for r in s["rounds"]] == pytest.approx([2 / 3, 1 / 2])
-    assert s["steps"]["1"]["n_p_hat_disagree"] == 0  # coevo's verifier groups the answers as R-Zero did
+    # coevo's verifier groups the answers as R-Zero did; q4's "None" label has no answer to agree with
+    assert [s["steps"][k]["n_p_hat_disagree"] for k in "12"] == [0, 0]
+    assert [s["steps"][k]["n_label_none"] for k in "12"] == [1, 0]
     a = json.loads(coevo("audit", out, "--json").stdout)["runs"][0]["instruments"]
     pl = a["pseudo_label_accuracy"]
     assert pl["value"] == pytest.approx(0.6) and pl["n"] == 5 and pl["extra"]["n_unjudged"] == 1  # q10: no reference
-    # oracle groups (questions with a reference): 9, all but q7 (9/9 correct) bearing
-    assert a["bearing_rate"]["value"] == pytest.approx(8 / 9) and a["bearing_rate"]["n"] == 9
+    # oracle groups with a judged answer: 7 (q4's 9 "None" are abstentions); all but q7 (9/9 correct) bearing
+    assert a["bearing_rate"]["value"] == pytest.approx(6 / 7) and a["bearing_rate"]["n"] == 7
+    # the "None" samples are abstentions with their reason: 1 + 9 + 2 + 1 = 13 samples, each with a
+    # pseudo-label verdict and (but for q10, which has none) an oracle verdict
+    assert a["abstention_share"]["extra"]["reasons"] == {"no-answer": 26}
     assert a["null_model"]["status"] == "unavailable" and "different sizes" in a["null_model"]["reason"]
     coevo("report", out)
     assert "Imported from rzero" in (out / "report.html").read_text()
+
+
+def test_rzero_fixtures_are_as_rzero_writes_them():
+    """9 results per question but where a sample boxed nothing; "None" kept; R-Zero's indent=4."""
+    sizes, nones = [], 0
+    for name in RZ_NAMES:
+        text = (FIX / "rzero" / name).read_text()
+        items = json.loads(text)
+        assert text == json.dumps(items, indent=4)
+        sizes += [len(it["results"]) for it in items]
+        nones += sum(r == "None" for it in items for r in it["results"])
+    assert sorted(sizes) == [8] + [9] * 8 and nones == 13
 
 
 def test_reimport_refused_and_bad_input(verl_run, tmp_path):

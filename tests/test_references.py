@@ -12,7 +12,7 @@ REFERENCES = ROOT / "docs" / "references.md"
 FORBIDDEN = re.compile(r"seed[ -]00\d|SPEC §", re.IGNORECASE)
 # "<Name> §...": one or more capitalised words, optionally followed by "proposal" (RGBC proposal)
 # Files another part of issue 20 is rewording at the same time; drop an entry once it is clean.
-PENDING = {"coevo/integrations/verl_reward.py"}
+PENDING: set[str] = set()
 CITED = re.compile(r"\b((?:[A-Z][A-Za-z0-9.\-]*[A-Za-z0-9])(?: [A-Z][A-Za-z0-9.\-]*[A-Za-z0-9])*(?: proposal)?) §")
 
 

@@ -4,12 +4,11 @@
   ``verl/trainer/ppo/ray_trainer.py``): one ``{global_step}.jsonl`` per training step, one JSON
   object per line with ``input`` (decoded prompt), ``output`` (decoded response), ``gts``
   (``reward_model.ground_truth`` or null), ``score`` (the sequence's summed token-level score),
-  ``step``, plus every reward extra field whose list has one entry per sample. A GRPO group is
+  ``step``, plus (old trainer and validation) every reward extra field whose list has one entry per
+  sample; the v1 trainer's training dumps carry ``uid`` only. A GRPO group is
   the ``rollout.n`` consecutive lines with the same ``input``.
-* **R-Zero question evaluation** (``question_evaluate/evaluate.py``): ``{save_name}_{suffix}_results.json``,
-  a JSON array (``indent=4``) of ``{"question", "answer" (the majority answer), "score" (its
-  share of the boxed answers), "results" (the non-empty boxed answers of the 9 samples)}``;
-  ``question_evaluate/upload.py`` keeps ``0.3 <= score <= 0.7`` for the Solver.
+* **references** (``--references``): question -> reference answer, JSON or JSON lines. R-Zero's
+  own ``*_results.json`` are read by its recipe folder, ``coevo.recipes.rzero.importer``.
 
 A malformed record is returned as ``{"file", "line", "reason"}`` (1-based line of the record's
 start), never dropped silently.
@@ -21,10 +20,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Bad", "read_verl_dump", "read_rzero", "read_references", "json_records", "natural_key"]
+__all__ = ["Bad", "read_verl_dump", "read_references", "json_records", "natural_key"]
 
 VERL_REQUIRED = ("input", "output", "score", "step")
-_RESULTS_RE = re.compile(r"^(?P<save>.+)_(?P<suffix>\d+)_results\.json$")
 
 
 from coevo.core.records import RecordError as Bad, _jsonl, _read_text, json_records  # noqa: E402,F401
@@ -75,50 +73,6 @@ def read_verl_dump(d: Path) -> tuple[list[dict], list[dict], list[str]]:
             else:
                 recs.append(dict(obj, _file=f.name, _line=n))
     return recs, bad, [str(f) for f in files]
-
-
-def _rzero_problem(it: Any) -> str | None:
-    if not isinstance(it, dict):
-        return f"not a JSON object ({type(it).__name__})"
-    missing = [k for k in ("question", "answer", "score", "results") if k not in it]
-    if missing:
-        hint = " (a question_generate file? import the *_results.json of question_evaluate)" \
-            if "results" in missing and "score" in it else ""
-        return f"missing field(s) {', '.join(missing)}{hint}"
-    if not isinstance(it["question"], str) or not isinstance(it["answer"], str):
-        return "'question' and 'answer' must be strings"
-    if not _number(it["score"]) or not 0 <= it["score"] <= 1:
-        return f"'score' is not a share in [0, 1] ({it['score']!r})"
-    if not isinstance(it["results"], list) or not all(isinstance(r, str) for r in it["results"]):
-        return "'results' is not a list of strings"
-    return None
-
-
-def read_rzero(path: Path) -> tuple[list[dict], list[dict], list[str]]:
-    """(items, malformed, files) of R-Zero result files: one file or every ``*_results.json`` of a
-    directory (else its ``*.json``). Each item gets ``_file``, ``_line`` and ``_save`` (the
-    ``save_name``: one R-Zero iteration; files ``{save_name}_{suffix}_results.json`` share it)."""
-    path = Path(path)
-    if path.is_dir():
-        files = sorted(path.glob("*_results.json"), key=lambda p: natural_key(p.name)) or \
-            sorted(path.glob("*.json"), key=lambda p: natural_key(p.name))
-        if not files:
-            raise Bad(f"{path} holds no *_results.json or *.json files")
-    elif path.is_file():
-        files = [path]
-    else:
-        raise Bad(f"{path} does not exist")
-    items, bad = [], []
-    for f in files:
-        m = _RESULTS_RE.match(f.name)
-        save = m.group("save") if m else f.stem
-        for n, obj, err in json_records(f):
-            why = err or _rzero_problem(obj)
-            if why:
-                bad.append(_bad(f, n, why))
-            else:
-                items.append(dict(obj, _file=f.name, _line=n, _save=save))
-    return items, bad, [str(f) for f in files]
 
 
 def read_references(path: Path) -> tuple[dict[str, str], list[dict]]:

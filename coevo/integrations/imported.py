@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from coevo.recipes.registry import RecipeInfo, RoleSpec
+from coevo.recipes.rzero import CHALLENGER as _RZ_CHALLENGER, NAME as _RZ
 from coevo.report.plots import table_html
 
 __all__ = ["RECIPES", "ImportedRun", "section"]
@@ -18,7 +19,7 @@ _FACTORY = "coevo.integrations.imported:ImportedRun"
 RECIPES = {
     "verl": RecipeInfo(name="verl", factory=_FACTORY, roles=(_SOLVER,), report_sections=(
         "coevo.integrations.imported:section",), description="a verl rollout dump (coevo import verl)"),
-    "rzero": RecipeInfo(name="rzero", factory=_FACTORY, roles=(_SOLVER, RoleSpec("challenger", trainable=False)),
+    _RZ: RecipeInfo(name=_RZ, factory=_FACTORY, roles=(_SOLVER, RoleSpec(_RZ_CHALLENGER, trainable=False)),
                         summary_columns=("pseudo_label_accuracy", "kept_fraction"),
                         report_sections=("coevo.integrations.imported:section", "coevo.recipes.rzero.report:section"),
                         description="R-Zero question-evaluation files (coevo import rzero)"),

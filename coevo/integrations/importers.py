@@ -11,11 +11,10 @@ Mapping (docs/verl.md):
   ``p_hat``, so the bearing rate and the null model read them) or ``pseudo_label``
   (``gts=pseudo_label``: R-Zero-style labels; purpose ``train``); verl's ``score`` becomes the
   Solver's reward row (extra fields in ``components_json``).
-* R-Zero results: one round (= one step, phase ``dataset``) per ``save_name``; one ``candidate``
-  task per question (pseudo-label = the majority answer, ``p_hat`` = R-Zero's score, kept iff
-  ``|score - 1/2| <= delta`` and the label is not empty); one Solver rollout per boxed answer, with a
-  ``pseudo_label`` verdict and, where ``--references`` gives the question's answer, an ``oracle``
-  verdict (bearing rate, null model, pseudo-label accuracy).
+* R-Zero results: R-Zero's recipe folder reads them and builds the rows
+  (``coevo.recipes.rzero.importer``: one round per ``save_name``, one ``candidate`` task per
+  question, one Solver rollout per entry of ``results``, "None" = no answer); this module writes
+  the run directory.
 """
 from __future__ import annotations
 
@@ -28,13 +27,17 @@ from typing import Optional
 import yaml
 
 from coevo.integrations.common import as_reference, build_verifier, extract_answer, rollout_row_of, task_row_of
-from coevo.integrations.formats import Bad, natural_key, read_references, read_rzero, read_verl_dump
+from coevo.integrations.formats import Bad, natural_key, read_references, read_verl_dump
 from coevo.ledger.rows import dumps, reward_row, verdict_row_of
 
 __all__ = ["Bad", "import_verl", "import_rzero", "import_parts", "check_out"]
 
-RECIPE = {"verl": "coevo.integrations.imported:verl", "rzero": "coevo.integrations.imported:rzero",
-          "parts": "coevo.integrations.imported:adapter"}
+RECIPE = {"verl": "coevo.integrations.imported:verl", "parts": "coevo.integrations.imported:adapter"}
+
+
+def recipe_of(source: str) -> str:
+    """``runs.recipe`` of an imported run (an entry of ``coevo.integrations.imported.RECIPES``)."""
+    return RECIPE.get(source, f"coevo.integrations.imported:{source}")
 VERL_BASE = ("input", "output", "gts", "score", "step", "_file", "_line")
 
 
@@ -104,69 +107,18 @@ def import_verl(src: Path, out: Path, verifier: str = "math", workers: Optional[
 
 
 # ---------------------------------------------------------------------- R-Zero question evaluation
-RZERO_NO_BOX = "None"  # mathruler 0.1.0's extract_boxed_content when a sample has no \boxed{} (R-Zero's grader)
-
-
-def _no_box(v):
-    """A sample R-Zero recorded as "None": no answer (an abstention with its reason), not the answer "None"."""
-    from dataclasses import replace
-
-    return replace(v, value=None, reason="no-answer",
-                   detail={"rzero": "mathruler extract_boxed_content returned 'None': the sample has no \\boxed{}"})
-
-
-def _rzero_round(run_id: str, rnd: int, items: list[dict], refs: dict, rv, delta: float) -> tuple:
-    from coevo.rewards import keep_for_solver
-
-    rows: dict[str, list] = defaultdict(list)
-    pairs, where = [], []
-    for j, it in enumerate(items):
-        ref = refs.get(it["question"])
-        for k, a in enumerate(it["results"]):
-            pairs.append((a, it["answer"]))
-            where.append((j, k, "pseudo_label"))
-            if ref is not None:
-                pairs.append((a, ref))
-                where.append((j, k, "oracle"))
-    verdicts = dict(zip(where, rv.match_many(pairs)))
-    for (j, k, tgt), v in list(verdicts.items()):
-        if items[j]["results"][k] == RZERO_NO_BOX:
-            verdicts[(j, k, tgt)] = _no_box(v)
-    n_kept, diffs = 0, []
-    for j, it in enumerate(items):
-        tid, ref = f"rz-r{rnd}-q{j}", refs.get(it["question"])
-        label = it["answer"]
-        kept = bool(label not in ("", RZERO_NO_BOX) and keep_for_solver(it["score"], delta))
-        n_kept += kept
-        agree = [verdicts[(j, k, "pseudo_label")].value == 1 for k in range(len(it["results"]))]
-        ours = sum(agree) / len(agree) if agree else None
-        if ours is not None:
-            diffs.append(abs(ours - it["score"]))
-        rows["tasks"].append(task_row_of(
-            run_id, rnd, rnd, tid, "candidate", it["question"], None, parse_ok=True, prompt_version="rzero",
-            oracle_answer=ref, pseudo_label=label, p_hat=float(it["score"]), kept=kept,
-            meta_json=dumps({"line": f"{it['_file']}:{it['_line']}", "coevo_p_hat": ours})))
-        for k, a in enumerate(it["results"]):
-            rid = f"{tid}-candidate-{k}"
-            rows["rollouts"].append(rollout_row_of(run_id, rnd, rnd, rid, tid, "solver", "candidate", k, None,
-                                                   None if a == RZERO_NO_BOX else a, "rzero"))
-            for tgt in ("pseudo_label", "oracle"):
-                if (j, k, tgt) in verdicts:
-                    rows["verdicts"].append(verdict_row_of(run_id, rnd, rid, tid, tgt, verdicts[(j, k, tgt)]))
-    metrics = {"n_candidates": len(items), "n_kept": n_kept, "kept_fraction": n_kept / len(items),
-               "n_with_reference": sum(it["question"] in refs for it in items),
-               "p_hat_rzero_vs_coevo_max_abs_diff": max(diffs) if diffs else None,
-               "n_p_hat_disagree": sum(d > 1e-9 for d in diffs)}
-    return dict(rows), metrics
-
-
 def import_rzero(src: Path, out: Path, references: Optional[Path] = None, delta: float = 0.2,
                  verifier: str = "math", workers: Optional[int] = None) -> dict:
-    """R-Zero ``*_results.json`` files into the run directory ``out`` (see the module docstring).
-    ``delta`` = 0.2 keeps 0.3 <= score <= 0.7 (``question_evaluate/upload.py``'s defaults)."""
+    """R-Zero ``*_results.json`` files into the run directory ``out``: the reading and the rows are
+    R-Zero's recipe folder's (``coevo.recipes.rzero.importer``). ``delta`` = 0.2 keeps
+    0.3 <= score <= 0.7 (``question_evaluate/upload.py``'s defaults)."""
+    from coevo.recipes.rzero import NAME
+    from coevo.recipes.rzero import importer as rz
+    from coevo.recipes.rzero.summary import round_columns
+
     src, out = Path(src), Path(out)
     check_out(out)
-    items, bad, files = read_rzero(src)
+    items, bad, files = rz.read_results(src)
     refs: dict[str, str] = {}
     if references is not None:
         refs, bad_refs = read_references(Path(references))
@@ -175,16 +127,13 @@ def import_rzero(src: Path, out: Path, references: Optional[Path] = None, delta:
     if not items:
         raise Bad(f"no readable question in {src} ({len(bad)} malformed records; first: {_first(bad)})")
     rv = build_verifier(verifier, None, workers)
-    saves = sorted({it["_save"] for it in items}, key=natural_key)
     steps = {}
-    for rnd, save in enumerate(saves, 1):
-        rows, metrics = _rzero_round(out.name, rnd, [it for it in items if it["_save"] == save], refs, rv, delta)
+    for rnd, save in enumerate(rz.saves(items), 1):
+        rows, metrics = rz.round_rows(out.name, rnd, [it for it in items if it["_save"] == save], refs, rv, delta)
         metrics["save_name"] = save
         steps[rnd] = (rnd, "dataset", rows, metrics)
-    cfg = {"recipe": RECIPE["rzero"], "import": {"source": "rzero", "path": str(src), "verifier": verifier,
-                                                   "references": str(references) if references else None},
-           "rzero": {"delta": delta}}
-    return _write_run(out, "rzero", cfg, steps, files, len(items), bad, rv)
+    cfg = rz.import_config(recipe_of(NAME), src, verifier, references, delta)
+    return _write_run(out, NAME, cfg, steps, files, len(items), bad, rv, round_columns=round_columns)
 
 
 # ---------------------------------------------------------------------- the adapter's ledger parts
@@ -235,10 +184,10 @@ def _first(bad: list[dict]) -> str:
 
 
 def _write_run(out: Path, source: str, cfg: dict, steps: dict, files: list[str], n_records: int, bad: list[dict],
-               rv) -> dict:
-    """Write ledger.duckdb (one transaction per step, as the runner), config.yaml, import.json, summary.json."""
+               rv, round_columns=None) -> dict:
+    """Write ledger.duckdb (one transaction per step, as the runner), config.yaml, import.json, summary.json;
+    ``round_columns(led, run_id, round)``: the source recipe's round table columns (summary ``rounds``)."""
     from coevo.ledger import views
-    from coevo.recipes.rzero.summary import round_columns
     from coevo.ledger.store import Ledger
     from coevo.runlock import writer_guard
 
@@ -259,7 +208,7 @@ def _write_run(out: Path, source: str, cfg: dict, steps: dict, files: list[str],
                                                        "task_stats")}
             rounds = sorted({rnd for rnd, *_ in steps.values()})
             round_rows = [{**views.round_row(led, run_id, r), **round_columns(led, run_id, r)}
-                          for r in rounds] if source == "rzero" else []
+                          for r in rounds] if round_columns is not None else []
         finally:
             led.close()
         info = {"source": source, "path": cfg["import"]["path"], "files": files, "n_records": n_records,

@@ -33,11 +33,13 @@ from verl.experimental.reward_loop.reward_manager import register
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from coevo.integrations import verl_reward as vr
+from coevo.recipes.rzero import CHALLENGER
 
 __all__ = ["CoevoRewardManager", "BatchCollector", "COLLECTOR_NAME"]
 
 COLLECTOR_NAME = "coevo_batch_collector"
-REWARDS = ("challenger", "teachability", "solver")
+TEACHABILITY = "teachability"  # SynCo / RGBC Synthesizer's reward
+REWARDS = (CHALLENGER, TEACHABILITY, "solver")  # reward.reward_kwargs.coevo_reward
 
 
 class BatchCollector:
@@ -102,7 +104,7 @@ class CoevoRewardManager(RewardManagerBase):
                  reward_model_tokenizer=None):
         super().__init__(config, tokenizer, compute_score)
         kw = dict(config.reward.get("reward_kwargs") or {})
-        self.reward = str(kw.pop("coevo_reward", "challenger"))
+        self.reward = str(kw.pop("coevo_reward", CHALLENGER))
         if self.reward not in REWARDS:
             raise ValueError(f"reward.reward_kwargs.coevo_reward must be one of {REWARDS}, got {self.reward!r}")
         n = int(config.actor_rollout_ref.rollout.get("n", 1) or 1)
@@ -127,10 +129,10 @@ class CoevoRewardManager(RewardManagerBase):
         it = self._item(data)
         it["text"] = await self.loop.run_in_executor(
             None, lambda: self.tokenizer.decode(it.pop("ids"), skip_special_tokens=True))
-        if self.reward == "challenger":
+        if self.reward == CHALLENGER:
             key = it["extra_info"].get("global_steps")
             res = await _collector()(key, it, self.batch_size, self.batch_wait_s, self.kwargs)
-        elif self.reward == "teachability":  # needs only the sample's own solver groups
+        elif self.reward == TEACHABILITY:  # needs only the sample's own solver groups
             res = (await self._run(vr.compute_teachability_scores, [it["data_source"]], [it["text"]],
                                    [it["ground_truth"]], [it["extra_info"]]))[0]
         else:

@@ -33,6 +33,8 @@ from coevo.integrations.common import (
     LEDGER_ENV, as_reference, build_verifier, extract_answer, part_writer, rollout_row_of, task_row_of,
 )
 from coevo.ledger.rows import dumps, reward_row, verdict_row, verdict_row_of
+from coevo.recipes.rgbc import SYNCO, SYNTHESIZER
+from coevo.recipes.rzero import CHALLENGER
 
 __all__ = ["compute_score", "compute_challenger_scores", "compute_teachability_scores", "STEP_ENV"]
 
@@ -114,7 +116,7 @@ def _solver_fn(ref: Optional[str]) -> Optional[Callable]:
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, *, ledger: Optional[str] = None,
                   target: str = "oracle", extract: str = "auto", abstain_score: float = 0.0,
                   step: Optional[int] = None, **kwargs) -> dict:
-    """R-Zero Solver reward (SPEC §1): 1 if the answer in ``solution_str`` matches ``ground_truth``
+    """R-Zero Solver reward (R-Zero §2.4): 1 if the answer in ``solution_str`` matches ``ground_truth``
     under coevo's verifier (``verifier=`` kind, ``math`` by default), else 0; an abstention (timeout,
     unparsable ...) scores ``abstain_score``. ``target``: ``oracle`` (ground_truth is a trusted
     reference: the rollout joins an oracle-judged group) or ``pseudo_label`` (a majority-vote label,
@@ -159,7 +161,7 @@ def compute_challenger_scores(data_sources: Sequence, solution_strs: Sequence[st
                               bleu_direction: str = "symmetric", format_failure_reward: float = 0.0,
                               answers_key: str = "solver_answers", solver_fn: Optional[str] = None,
                               extract: str = "auto", step: Optional[int] = None, **kwargs) -> list[dict]:
-    """R-Zero Challenger reward (seed 002, SPEC §1) of a batch of Challenger outputs:
+    """R-Zero Challenger reward (R-Zero §2.2, with the repository's reference variants) of a batch of Challenger outputs:
     r = max(0, r_unc(p_hat) - r_rep) with p_hat the majority-vote share of the question's solver
     answers (``extra_info[answers_key]`` or ``[... 'outputs']``, else ``solver_fn(questions)``)
     and r_rep = lambda |C|/B over the batch's BLEU clusters (B = the whole batch, as R-Zero's
@@ -213,11 +215,11 @@ def _challenger_rows(w, s: int, data_sources, texts, parsed, answers: dict, vote
         comp = ({"format_ok": True, "p_hat": o["p_hat"], "r_unc": o["r_unc"], "r_rep": o["r_rep"],
                  "pseudo_label": vote.label, "n_answers": len(answers.get(i) or [])} if vote is not None
                 else {"format_ok": False, "reason": p.reason})
-        rows["tasks"].append(task_row_of(w.part, 1, s, tid, "challenger", p.task.question if p.ok else None,
+        rows["tasks"].append(task_row_of(w.part, 1, s, tid, CHALLENGER, p.task.question if p.ok else None,
                                          p.task.reference if p.ok else None, raw_text=texts[i], parse_reason=p.reason,
                                          parse_ok=p.ok, prompt_version="verl", pseudo_label=comp.get("pseudo_label"),
                                          p_hat=comp.get("p_hat"), meta_json=dumps({"data_source": str(data_sources[i])})))
-        rows["rewards"].append(reward_row(w.part, s, "challenger", tid, tid, o["score"], 0.0, comp))
+        rows["rewards"].append(reward_row(w.part, s, CHALLENGER, tid, tid, o["score"], 0.0, comp))
         rows["rewards"][-1]["advantage"] = None
         for k, a in enumerate(answers.get(i) or []):
             rid = f"{tid}-p_hat-{k}"
@@ -229,11 +231,12 @@ def _challenger_rows(w, s: int, data_sources, texts, parsed, answers: dict, vote
 
 # ---------------------------------------------------------------------- batched: SynCo / RGBC Synthesizer
 def compute_teachability_scores(data_sources: Sequence, solution_strs: Sequence[str], ground_truths: Sequence,
-                                extra_infos: Sequence[dict], *, ledger: Optional[str] = None, arm: str = "synco",
+                                extra_infos: Sequence[dict], *, ledger: Optional[str] = None, arm: str = SYNCO,
                                 omega0: float = 0.2, answers_key: str = "solver_answers",
                                 confirm_key: str = "confirm_answers", format_failure_reward: float = 0.0,
                                 extract: str = "auto", step: Optional[int] = None, **kwargs) -> list[dict]:
-    """SynCo / RGBC Synthesizer reward (seed 000, SPEC §2) of a batch of Synthesizer outputs
+    """SynCo / RGBC Synthesizer reward (SynCo's gated teachability reward; RGBC proposal §core idea (2), arms
+    as RGBC proposal §method step 3) of a batch of Synthesizer outputs
     (``<question>…</question>`` then the reference ``\\boxed{}``): mu = share of the screen group's
     solver answers (``extra_info[answers_key]``) that the verifier matches to the reference (an
     abstention counts as not matching); the confirm group (``extra_info[confirm_key]``) gives
@@ -289,11 +292,11 @@ def _teach_rows(w, s: int, arm: str, texts, parsed, groups: dict, vals: dict, fa
     for i, p in enumerate(parsed):
         tid = f"{call}-q{i}"
         t = p.task if p.ok else None
-        rows["tasks"].append(task_row_of(w.part, 1, s, tid, "synthesizer", t.question if t else None,
+        rows["tasks"].append(task_row_of(w.part, 1, s, tid, SYNTHESIZER, t.question if t else None,
                                          t.reference if t else None, raw_text=texts[i], parse_reason=p.reason,
                                          parse_ok=p.ok, prompt_version="verl"))
         comp = dict(facts[i][1]) if i in facts else {"rejected": "no question or no reference answer"}
-        rows["rewards"].append(reward_row(w.part, s, "synthesizer", tid, tid, out[i]["score"], 0.0, comp))
+        rows["rewards"].append(reward_row(w.part, s, SYNTHESIZER, tid, tid, out[i]["score"], 0.0, comp))
         rows["rewards"][-1]["advantage"] = None
         if i not in facts:
             continue

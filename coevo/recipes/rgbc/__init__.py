@@ -17,8 +17,10 @@ COLUMN_NAMES = {"synthesizer_reward_mean": ("S reward", "Synthesizer reward"),
                 "bearing_rate": ("bearing", "screen bearing rate"), "kappa_bar": ("kappa", "kappa-bar (step mean)"),
                 "nu_bar": ("nu", "nu-bar"), "lag_bar": ("lag", "lag l-bar")}
 
+# the recipes' and the Synthesizer's names (other packages take them from here instead of spelling them)
+SYNCO, RGBC, SYNTHESIZER = "synco", "rgbc", "synthesizer"
 _ROLES = (RoleSpec("solver", asset="solver", seed_offset=0, lr="lr_solver"),
-          RoleSpec("synthesizer", asset="synthesizer", seed_offset=1, lr="lr_challenger"))
+          RoleSpec(SYNTHESIZER, asset=SYNTHESIZER, seed_offset=1, lr="lr_challenger"))
 _COLS = ("synthesizer_reward_mean", "solver_reward_mean", "bearing_rate", "kappa_bar", "nu_bar", "lag_bar")
 _TRUTH_COLS = ("reference_accuracy_truth", "reference_accuracy_truth_accepted", "truth_oracle_agreement",
                "truth_oracle_kappa")

@@ -7,17 +7,20 @@ The rewards are the shared formulas of ``coevo.rewards`` (uncertainty, repetitio
 from coevo.core.registry import RecipeInfo, RoleSpec
 from coevo.recipes.rzero.config import RZeroConfig
 
+# the recipe's and its roles' names (other packages take them from here instead of spelling them)
+NAME, SOLVER, CHALLENGER = "rzero", "solver", "challenger"
+
 # the names the round table and the caption use
 COLUMN_NAMES = {"pseudo_label_accuracy": ("PL acc", "pseudo-label accuracy of kept candidates"),
                 "kept_fraction": ("kept", "kept fraction"),
                 "challenger_reward_mean": ("C reward", "Challenger reward"),
                 "format_failure_rate": ("C fmt fail", "Challenger format failures")}
 
-RECIPES = {"rzero": RecipeInfo(
-    name="rzero", factory="coevo.recipes.rzero.recipe:RZeroRecipe",
-    roles=(RoleSpec("solver", asset="solver", seed_offset=0, lr="lr_solver"),
-           RoleSpec("challenger", asset="challenger", seed_offset=1, lr="lr_challenger")),
-    sections={"rzero": RZeroConfig}, worlds=("arithmetic", "math"),
+RECIPES = {NAME: RecipeInfo(
+    name=NAME, factory="coevo.recipes.rzero.recipe:RZeroRecipe",
+    roles=(RoleSpec(SOLVER, asset=SOLVER, seed_offset=0, lr="lr_solver"),
+           RoleSpec(CHALLENGER, asset=CHALLENGER, seed_offset=1, lr="lr_challenger")),
+    sections={NAME: RZeroConfig}, worlds=("arithmetic", "math"),
     summary_columns=("pseudo_label_accuracy", "kept_fraction", "challenger_reward_mean", "format_failure_rate"),
     optional_summary_columns=("pseudo_label_accuracy_truth", "truth_oracle_agreement", "truth_oracle_kappa"),
     column_names=COLUMN_NAMES, round_columns="coevo.recipes.rzero.summary:round_columns",
