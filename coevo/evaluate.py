@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from coevo.core.policy import SamplingParams
-from coevo.core.world import role_sampling
+from coevo.core.world import ANSWER, role_sampling
 
 
 class EvalError(ValueError):
@@ -112,7 +112,7 @@ def evaluate_jsonl(policy, world, path: str | Path, k: int = 0, greedy: bool = T
     for tag, n, sp in runs:
         comps = []
         for i in range(0, len(prompts), batch_size):
-            comps.extend(policy.sample(prompts[i:i + batch_size], n, role_sampling(world, "solver", sp)))
+            comps.extend(policy.sample(prompts[i:i + batch_size], n, role_sampling(world, ANSWER, sp)))
         flat = [(j, c) for j, group in enumerate(comps) for c in group]
         preds = [world.extract_answer(c.text) if c.finish_reason != "error" else None for _, c in flat]
         verdicts = _judge(verifier, preds, [golds[j] for j, _ in flat])

@@ -32,6 +32,7 @@ from coevo.core.registry import RecipeInfo, RoleSpec
 from coevo.stages.core import propose
 from coevo.stages.group import draw_group, update_role
 from coevo.worlds.scripted import ScriptedToolWorld
+from coevo.core.world import ANSWER
 
 
 class ToyConfig(Strict):
@@ -48,8 +49,8 @@ class ToyToolWorld(ScriptedToolWorld):
 
     name = "toy-tools"
 
-    def tool_stops(self, role: str) -> list[str]:
-        return [";"] if role == "solver" else []
+    def tool_stops(self, kind: str) -> list[str]:
+        return [";"] if kind == ANSWER else []
 
     def run_tool(self, context, text_so_far: str) -> str | None:
         if not text_so_far.endswith(";"):

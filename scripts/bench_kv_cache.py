@@ -21,6 +21,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from coevo.core.world import QUESTION
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -58,7 +59,7 @@ def batch(cfg, role: str):
     world = make_world(cfg)
     policy = make_policies(cfg)["challenger"]
     prompts = world.proposer_prompts(rz.challenger_prompts, cfg.seed)
-    return policy, prompts, rz.challenger_group, role_sampling(world, "proposer", sampling_params(cfg))
+    return policy, prompts, rz.challenger_group, role_sampling(world, QUESTION, sampling_params(cfg))
 
 
 def main(argv=None) -> dict:

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from coevo.core.policy import Completion
-from coevo.core.world import ParseResult, Task
+from coevo.core.world import ANSWER, ParseResult, Task
 
 N_SOURCES = 8
 
@@ -83,8 +83,8 @@ class StubFactsWorld:
         i = int(task.question[1:])
         return f"<source {self.value(i, task.meta['source_id'])}><solve>{task.question}|"
 
-    def tool_stops(self, role: str):
-        return ["</search>"] if role == "solver" else []
+    def tool_stops(self, kind: str):
+        return ["</search>"] if kind == ANSWER else []
 
     def run_tool(self, context, text_so_far: str):
         allowed = context.meta.get("retrieve_sources")

@@ -8,7 +8,7 @@ import pytest
 from coevo.core.policy import SamplingParams
 from coevo.backends.tokenizer import BASE_VOCAB, FULL_VOCAB, CharTokenizer
 from coevo.worlds import world_class
-from coevo.core.world import Task
+from coevo.core.world import QUESTION, Task
 from coevo.worlds.facts import FactsWorld
 
 ASSETS = Path(__file__).resolve().parents[1] / "coevo" / "assets"
@@ -118,7 +118,7 @@ def test_text_surface_questions_parse_back():
         assert TEXT.parse_chain(t.question)[0] == TEXT.enc.by_pid[ctx.chain[0]].subject
         assert TEXT.oracle(t) == TEXT.enc.names[TEXT.enc.resolve(*_start_rels(TEXT, t))]
     assert "Answer the given question." in TEXT.solver_prompt(t) and "<search> query </search>" in TEXT.solver_prompt(t)
-    assert TEXT.tool_stops("proposer") == ["</search>"] and WORLD.tool_stops("proposer") == []
+    assert TEXT.tool_stops(QUESTION) == ["</search>"] and WORLD.tool_stops(QUESTION) == []
     obs = TEXT.run_tool(t, "<think>x</think><search> tutor of someone </search>")
     assert obs.startswith("\n\n<information>Doc 1(Title: ") and obs.endswith("</information>\n\n")
     assert TEXT.oracle(Task("x", "Who is the tutor of Nobody Known?")) is None

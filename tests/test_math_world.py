@@ -3,6 +3,7 @@ import pickle
 
 import pytest
 
+from coevo.core.world import ANSWER, QUESTION
 from coevo.worlds.math import (CHALLENGER_SYSTEM, DIFFICULTY_LINE, MathWorld, last_boxed, load_jsonl_tasks,
                                normalize_math)
 
@@ -117,10 +118,10 @@ def test_fewshot_prompts_prefill_and_parse():
     p = w.proposer_prompts(3, seed=1)
     assert len(set(p)) == 3 and FEWSHOT_EXAMPLES[1][0] in p[0] and "\\boxed{180}" in p[0]
     assert w.prompt_version == "math-fewshot-v1" and MathWorld().prompt_version == "math-rzero-v1"
-    sp = role_sampling(w, "proposer", SamplingParams(stop=["X"]))
+    sp = role_sampling(w, QUESTION, SamplingParams(stop=["X"]))
     assert sp.response_prefix == "<question>\n" and sp.stop[0] == "X" and "</question>" in sp.stop and "\n\n" in sp.stop
-    assert role_sampling(MathWorld(), "proposer", SamplingParams()) == SamplingParams()  # rzero: untouched
-    assert role_sampling(w, "solver", SamplingParams()).response_prefix == "Solution:"
+    assert role_sampling(MathWorld(), QUESTION, SamplingParams()) == SamplingParams()  # rzero: untouched
+    assert role_sampling(w, ANSWER, SamplingParams()).response_prefix == "Solution:"
     assert w.solver_prompt(w.parse_task("<question>\nHow many?\n</question>", "t").task).endswith("Problem: How many?")
 
     def parse(gen, stop):

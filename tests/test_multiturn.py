@@ -9,7 +9,7 @@ import torch
 from coevo.core.policy import LossConfig, SamplingParams, full_text
 from coevo.backends.tiny import TinyConfig, TinyPolicy
 from coevo.stages.rollout import rollout, solve_multiturn
-from coevo.core.world import role_sampling
+from coevo.core.world import ANSWER, QUESTION, role_sampling
 from coevo.worlds.scripted import ScriptedToolWorld, format_question
 
 WORLD = ScriptedToolWorld()
@@ -50,7 +50,7 @@ def test_scripted_world_contract_and_vocabulary():
     assert WORLD.run_tool(t, "<solve>37+5;(37)") == f"={WORLD.table[37]};"
     assert WORLD.run_tool(t, "(x)") == "=;" and WORLD.run_tool(t, "(123)") == "=;" and WORLD.run_tool(t, "(5") is None
     assert WORLD.parse_task("<question>1*2</question>", "t").reason == "not-a-lookup"
-    assert WORLD.tool_stops("solver") == [")"] and WORLD.tool_stops("proposer") == []
+    assert WORLD.tool_stops(ANSWER) == [")"] and WORLD.tool_stops(QUESTION) == []
     tok = TinyPolicy("x", TinyConfig(vocab_size=31, block_size=8, n_layer=1, n_head=1, n_embd=8)).tok
     for task in WORLD.eval_set():  # every trace fits the tiny character vocabulary
         demo = WORLD.demonstration(task)
@@ -89,7 +89,7 @@ def test_tiny_single_turn_fast_path_is_plain_sample():
             return []
 
     a, b = _tiny(3), _tiny(3)
-    sp = role_sampling(WORLD, "solver", SP)
+    sp = role_sampling(WORLD, ANSWER, SP)
     got = rollout(a, NoTools(), ["<solve>1;"], 3, sp)
     want = b.sample(["<solve>1;"], 3, sp)
     assert [c.token_ids for c in got[0]] == [c.token_ids for c in want[0]] and got[0][0].token_mask is None

@@ -14,7 +14,7 @@ from coevo.qa.benchmarks import (SHIPPED_CORPUS, SHIPPED_DATA_DIR, BenchmarkErro
 from coevo.qa.evaluate import benchmark_means, evaluate_qa
 from coevo.retrieval.bm25 import BM25Retriever
 from coevo.retrieval.corpus import CorpusError, load_corpus
-from coevo.core.world import Task
+from coevo.core.world import ANSWER, Task
 
 
 # ---------------------------------------------------------------------------- loaders
@@ -101,7 +101,7 @@ def test_search_r1_world_hooks():
     t.meta["retrieve_sources"] = {"Horatio Hale"}
     assert "(Title: \"Horatio Hale\")" in w.run_tool(t, "<search> Genentech lobbyist </search>")
     assert extract_answer("<answer> a </answer> then <answer>b</answer>") == "b" and extract_answer("none") is None
-    assert w.tool_stops("solver") == ["</search>"] and w.response_format("solver").stop == ("</answer>",)
+    assert w.tool_stops(ANSWER) == ["</search>"] and w.response_format(ANSWER).stop == ("</answer>",)
     assert w.equivalent("the evan morris", '["Evan Morris"]')
 
 

@@ -20,6 +20,7 @@ from coevo.verify.run import make_run_verifier
 from coevo.recipes.rgbc.validate import reasoner_answer, reasoner_rewards, validate_outputs
 from coevo.worlds.arithmetic import SYNTH_PROMPT, ArithmeticWorld
 from coevo.worlds.math import MathWorld
+from coevo.core.world import SYNTHESIS
 
 
 def _c(text: str, finish: str = "stop", meta: dict | None = None) -> Completion:
@@ -47,9 +48,9 @@ def test_world_prompts_and_parse():
     w = MathWorld(prompt_style="fewshot")
     ps = w.synthesizer_prompts(3, seed=0)
     assert len(set(ps)) == 3 and all("Solution:" in p and "\\boxed{" in p for p in ps)
-    assert w.response_format("synthesizer").prefix == "Problem:"
-    assert w.response_format("synthesizer").stop == ("\nProblem:", "\nExample")
-    assert "<solution>" in MathWorld().synthesizer_prompts(1)[0] and MathWorld().response_format("synthesizer") is None
+    assert w.response_format(SYNTHESIS).prefix == "Problem:"
+    assert w.response_format(SYNTHESIS).stop == ("\nProblem:", "\nExample")
+    assert "<solution>" in MathWorld().synthesizer_prompts(1)[0] and MathWorld().response_format(SYNTHESIS) is None
     assert ArithmeticWorld().synthesizer_prompts(2, 5) == [SYNTH_PROMPT] * 2
     s = MathWorld().parse_synthesis(GOOD, "x")
     assert s.task.question.startswith("A farmer") and s.task.reference == "19" and s.solution_answer == "19"

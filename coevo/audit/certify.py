@@ -32,6 +32,7 @@ from coevo.audit.nullmodel import bearing_probability, invert_null_model, null_f
 from coevo.audit.predictions import judge
 from coevo.audit.simulate import FRONTIER_KAPPA, NOISE_KAPPA
 from coevo.audit.stats import Z95, wilson_interval
+from coevo.core.world import ANSWER
 
 __all__ = ["CertifyError", "P1_HOLDS", "P1_TERMINATES", "certify", "draw_groups", "certificate_from_groups",
            "kappa_truth"]
@@ -179,7 +180,7 @@ def certify(policy, world, tasks: Sequence[Any], verifier, k: int = 4, sampling=
     refs = [t.reference for t in tasks]
     if any(r is None for r in refs):
         raise CertifyError("every task needs a reference answer")
-    sp = role_sampling(world, "solver", replace(sampling or SamplingParams(), stream="audit"))
+    sp = role_sampling(world, ANSWER, replace(sampling or SamplingParams(), stream="audit"))
     prompts = [world.solver_prompt(t) for t in tasks]
     t0 = time.time()
 

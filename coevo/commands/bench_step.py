@@ -27,6 +27,7 @@ import typer
 
 from coevo.cli_common import UserError, fail
 from coevo.commands.output import emit, json_option
+from coevo.core.world import ANSWER
 
 # budget -> overrides of the preset (R-Zero keys: the default preset's recipe)
 BUDGETS = {
@@ -82,7 +83,7 @@ def solver_batch(cfg, n_prompts: int, n: int):
     world = make_world(cfg)
     policy = make_policies(cfg)["solver"]
     tasks = list(world.eval_set())[:n_prompts]
-    sp = role_sampling(world, "solver", sampling_params(cfg))
+    sp = role_sampling(world, ANSWER, sampling_params(cfg))
     return policy, [world.solver_prompt(t) for t in tasks], sp
 
 

@@ -9,6 +9,7 @@ import typer
 from coevo.cli_common import UserError, console, fail
 from coevo.commands import model_options as mo
 from coevo.commands.output import emit, json_option
+from coevo.core.world import ANSWER
 
 
 def _arithmetic_tasks(n: int, seed: int, levels: str):
@@ -45,7 +46,7 @@ def _truth(policy, world, tasks, verifier, n: int, sp) -> list[float]:
     """Plug-in pass rate per task from ``n`` extra audit-stream samples."""
     from coevo.core.world import role_sampling
 
-    sp = role_sampling(world, "solver", sp)
+    sp = role_sampling(world, ANSWER, sp)
     p = []
     for a in range(0, len(tasks), 16):
         part = tasks[a:a + 16]

@@ -44,22 +44,30 @@ def last_question(text: str) -> tuple[str | None, str]:
     return (q, "") if q else (None, "empty-question")
 
 
+# What a world is asked to format: the kind of output a role writes, passed by the recipe (a
+# world names no role).  ``QUESTION``: a proposed task (R-Zero's Challenger, Dr. Zero's proposer);
+# ``SYNTHESIS``: a task with its reference solution (SynCo's Synthesizer); ``ANSWER``: an answer
+# to a task (every solver).
+QUESTION, SYNTHESIS, ANSWER = "question", "synthesis", "answer"
+
+
 @dataclass(frozen=True)
 class ResponseFormat:
     """How a role's answer starts and ends: an assistant prefill and stop strings.
 
-    Worlds that want them define ``response_format(role)`` (role: ``proposer`` or
-    ``solver``); the stages merge them into the sampling parameters (``role_sampling``).
+    Worlds that want them define ``response_format(kind)`` (kind: ``QUESTION``, ``SYNTHESIS`` or
+    ``ANSWER``); the stages merge them into the sampling parameters (``role_sampling``).
     The parser/extractor then reads prefix + generated text + stop (``full_text``)."""
 
     prefix: str = ""
     stop: tuple[str, ...] = ()
 
 
-def role_sampling(world: Any, role: str, sp: SamplingParams) -> SamplingParams:
-    """``sp`` with the world's prefill and stop strings for ``role`` (unchanged if it has none)."""
+def role_sampling(world: Any, kind: str, sp: SamplingParams) -> SamplingParams:
+    """``sp`` with the world's prefill and stop strings for output ``kind`` (QUESTION, SYNTHESIS,
+    ANSWER; unchanged if it has none)."""
     fn = getattr(world, "response_format", None)
-    fmt = fn(role) if fn is not None else None
+    fmt = fn(kind) if fn is not None else None
     if fmt is None or (not fmt.prefix and not fmt.stop):
         return sp
     stop = list(sp.stop or []) + [s for s in fmt.stop if s not in (sp.stop or [])]
@@ -92,4 +100,5 @@ class World(Protocol):
     def eval_set(self) -> Sequence[Task]:
         """Fixed held-out evaluation tasks; ``meta['difficulty']`` labels strata."""
 
-    # optional: def response_format(self, role: str) -> ResponseFormat  (prefill + stop strings)
+    # optional: def response_format(self, kind: str) -> ResponseFormat  (prefill + stop strings; kind:
+    # QUESTION | SYNTHESIS | ANSWER), def tool_stops(self, kind: str) -> list[str]

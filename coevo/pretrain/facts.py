@@ -26,7 +26,7 @@ from coevo.core.policy import SamplingParams
 from coevo.pretrain.sft import adamw, sft_batch, sft_step, warmup_cosine_lr
 from coevo.backends.tiny import TinyConfig, TinyPolicy
 from coevo.backends.tokenizer import FULL_VOCAB
-from coevo.core.world import Task
+from coevo.core.world import ANSWER, Task
 
 FACTS_ROLES = ("facts_solver", "facts_proposer")
 FACTS_RECIPES = {
@@ -111,7 +111,7 @@ def solver_accuracy_by_hop(pol: TinyPolicy, world=None, n_per_hop: int | None = 
     if n_per_hop is not None:
         tasks = [t for h in (1, 2, 3, 4) for t in [x for x in tasks if x.meta["hops"] == h][:n_per_hop]]
     prompt = world.solver_prompt_with_source if source_aware else world.solver_prompt
-    sp = role_sampling(world, "solver", SamplingParams(greedy=True, max_new_tokens=24))
+    sp = role_sampling(world, ANSWER, SamplingParams(greedy=True, max_new_tokens=24))
     outs = rollout(pol, world, [prompt(t) for t in tasks], 1, sp, contexts=tasks, max_turns=world.max_turns)
     by: dict[str, list[int]] = {}
     for t, o in zip(tasks, outs):

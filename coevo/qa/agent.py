@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 from coevo.retrieval.base import Retriever, format_passages
 from coevo.worlds.base import ResponseFormat, Task
+from coevo.core.world import ANSWER
 
 SEARCH_R1_PROMPT = (
     "Answer the given question. "
@@ -71,11 +72,11 @@ class SearchQAWorld:
     def solver_prompt(self, task: Task) -> str:
         return self.prompt.format(question=search_r1_question(task.question))
 
-    def response_format(self, role: str) -> ResponseFormat:
-        return ResponseFormat(stop=(ANSWER_CLOSE,)) if role == "solver" else ResponseFormat()
+    def response_format(self, kind: str) -> ResponseFormat:
+        return ResponseFormat(stop=(ANSWER_CLOSE,)) if kind == ANSWER else ResponseFormat()
 
-    def tool_stops(self, role: str) -> list[str]:
-        return [SEARCH_CLOSE] if role == "solver" else []
+    def tool_stops(self, kind: str) -> list[str]:
+        return [SEARCH_CLOSE] if kind == ANSWER else []
 
     def run_tool(self, context: Any, text_so_far: str) -> str | None:
         m = _SEARCH.search(text_so_far or "")

@@ -9,7 +9,7 @@ from coevo.ledger.store import StepWriter
 from coevo.stages.evaluate import evaluate_solver
 from coevo.stages.group import StepContext
 from coevo.stages.rollout import solve_multiturn, tool_stops
-from coevo.core.world import World
+from coevo.core.world import ANSWER, World
 
 
 def loss_config(cfg: RunConfig) -> LossConfig:
@@ -62,7 +62,7 @@ class RecipeBase:
 
     def solve_sampler(self):
         """How the solver samples: single-turn, or multi-turn episodes when the world has tools."""
-        if tool_stops(self.world, "solver"):
+        if tool_stops(self.world, ANSWER):
             return lambda pol, world, tasks, n, sp: solve_multiturn(pol, world, tasks, n, sp,
                                                                     max_turns=self.max_turns)
         return None

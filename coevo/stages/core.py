@@ -13,7 +13,7 @@ import torch
 from coevo.verify.vote import Vote, majority_vote  # noqa: F401 (recipes import them from here)
 from coevo.core.policy import Completion, LossConfig, Policy, SamplingParams, full_text
 from coevo.timing import stage
-from coevo.core.world import ParseResult, Task, World, role_sampling
+from coevo.core.world import ANSWER, QUESTION, ParseResult, Task, World, role_sampling
 
 
 @dataclass
@@ -40,7 +40,7 @@ def propose(proposer: Policy, world: World, n_prompts: int, group: int, sampling
     """Sample ``group`` proposals for each of ``n_prompts`` proposer prompts and parse them."""
     prompts = world.proposer_prompts(n_prompts, seed)
     with stage("sample"):
-        outs = proposer.sample(prompts, group, role_sampling(world, "proposer", sampling))
+        outs = proposer.sample(prompts, group, role_sampling(world, QUESTION, sampling))
     props = []
     for g, comps in enumerate(outs):
         for k, c in enumerate(comps):
@@ -57,7 +57,7 @@ def solve(solver: Policy, world: World, tasks: Sequence[Task], n: int,
     if not tasks:
         return []
     with stage("sample"):
-        return solver.sample([world.solver_prompt(t) for t in tasks], n, role_sampling(world, "solver", sampling))
+        return solver.sample([world.solver_prompt(t) for t in tasks], n, role_sampling(world, ANSWER, sampling))
 
 
 def grpo_update(policy: Policy, comps: Sequence[Completion], advantages: Sequence, loss: LossConfig,

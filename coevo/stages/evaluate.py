@@ -16,7 +16,7 @@ import numpy as np
 
 from coevo.core.policy import SamplingParams
 from coevo.timing import stage
-from coevo.core.world import Task, World, role_sampling
+from coevo.core.world import ANSWER, Task, World, role_sampling
 
 
 def _modes(greedy: bool, samples: int, sampling: SamplingParams | None) -> list:
@@ -54,7 +54,7 @@ def eval_rows(solver, world: World, tasks: Sequence[Task], run_id: str, round_: 
         if sampler is not None:
             outs = sampler(solver, world, list(tasks), n, sp)
         else:
-            outs = solver.sample([world.solver_prompt(t) for t in tasks], n, role_sampling(world, "solver", sp))
+            outs = solver.sample([world.solver_prompt(t) for t in tasks], n, role_sampling(world, ANSWER, sp))
         answers = [[world.extract_answer(c.text) for c in comps] for comps in outs]
         truths = [t.reference if t.reference is not None else world.oracle(t) for t in tasks]
         flat = verifier.match_many([(a, truth) for ans, truth in zip(answers, truths) for a in ans])

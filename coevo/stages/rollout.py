@@ -10,7 +10,7 @@ loss), the policy continues, up to ``max_turns`` tool calls; then one last gener
 World hooks (both optional; a world without them, or a role with no tool stops, samples
 single-turn through the fast path ``policy.sample``):
 
-- ``tool_stops(role) -> list[str]``: stop strings that end a tool call of ``role``;
+- ``tool_stops(kind) -> list[str]``: stop strings that end a tool call in output ``kind``;
 - ``run_tool(context, text_so_far) -> str | None``: the observation to insert after the
   call that ``text_so_far`` ends with (``context`` is the task, or the prompt when the
   caller passes none; ``text_so_far`` is ``response_prefix`` + every segment so far, the
@@ -38,13 +38,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from coevo.core.policy import Completion, Policy, SamplingParams, Segment
-from coevo.core.world import Task, role_sampling
+from coevo.core.world import ANSWER, Task, role_sampling
 
 
-def tool_stops(world: Any, role: str) -> list[str]:
-    """The world's tool stop strings for ``role`` ([] when it has no tools)."""
+def tool_stops(world: Any, kind: str) -> list[str]:
+    """The world's tool stop strings for output ``kind`` (``ANSWER``, ``QUESTION``; [] when it has no tools)."""
     fn = getattr(world, "tool_stops", None)
-    return [s for s in (fn(role) if fn is not None else []) if s]
+    return [s for s in (fn(kind) if fn is not None else []) if s]
 
 
 @dataclass
@@ -127,7 +127,7 @@ def _step(e: Episode, c: Completion, world: Any, policy: Policy, stops: list[str
 
 
 def rollout(policy: Policy, world: Any, prompts: Sequence[str], n: int, sampling: SamplingParams,
-            role: str = "solver", contexts: Sequence[Any] | None = None, max_turns: int = 4,
+            kind: str = ANSWER, contexts: Sequence[Any] | None = None, max_turns: int = 4,
             max_total_tokens: int | None = None) -> list[list[Completion]]:
     """For each prompt, n multi-turn episodes (outer list follows prompts; see module docstring).
 
@@ -135,7 +135,7 @@ def rollout(policy: Policy, world: Any, prompts: Sequence[str], n: int, sampling
     answer stops); the world's tool stops are added to its stop strings.  ``contexts[j]``
     is what ``run_tool`` receives for prompt j (default: the prompt).  ``max_new_tokens``
     applies per turn."""
-    stops = tool_stops(world, role)
+    stops = tool_stops(world, kind)
     if not stops:  # single-turn fast path
         return policy.sample(prompts, n, sampling)
     if contexts is not None and len(contexts) != len(prompts):
@@ -166,5 +166,5 @@ def solve_multiturn(solver: Policy, world: Any, tasks: Sequence[Task], n: int, s
     tasks as the tool's context."""
     if not tasks:
         return []
-    return rollout(solver, world, [world.solver_prompt(t) for t in tasks], n, role_sampling(world, "solver", sampling),
-                   role="solver", contexts=list(tasks), max_turns=max_turns, max_total_tokens=max_total_tokens)
+    return rollout(solver, world, [world.solver_prompt(t) for t in tasks], n, role_sampling(world, ANSWER, sampling),
+                   kind=ANSWER, contexts=list(tasks), max_turns=max_turns, max_total_tokens=max_total_tokens)

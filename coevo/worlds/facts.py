@@ -31,7 +31,7 @@ from typing import Any, ClassVar, Collection, Sequence
 from coevo.retrieval.base import Passage, format_passages
 from coevo.worlds import facts_gen as G
 from coevo.worlds import facts_prompts as P
-from coevo.core.world import ParseResult, ResponseFormat, Task, last_question
+from coevo.core.world import ANSWER, QUESTION, ParseResult, ResponseFormat, Task, last_question
 
 SEARCH_OPEN, SEARCH_CLOSE = "<search>", "</search>"
 INFO_OPEN, INFO_CLOSE = "<information>", "</information>"
@@ -268,8 +268,8 @@ class FactsWorld:
             meta["requested_hops"] = context.hops
         return ParseResult(Task(task_id=task_id, question=q, reference=draft, meta=meta))
 
-    def response_format(self, role: str) -> ResponseFormat:
-        """Both roles end at ``</answer>`` (the proposer writes its draft answer last)."""
+    def response_format(self, kind: str) -> ResponseFormat:
+        """Questions and answers end at ``</answer>`` (the proposer writes its draft answer last)."""
         return ResponseFormat(stop=(ANSWER_CLOSE,))
 
     # ------------------------------------------------------------------ solver side
@@ -299,10 +299,10 @@ class FactsWorld:
             return f"{G.code_entity(entity, self.width)}r{r} {G.WORDING_CODES[w]}"
         return f"{G.RELATIONS[r][w]} of {self.enc.names[entity]}"
 
-    def tool_stops(self, role: str) -> list[str]:
+    def tool_stops(self, kind: str) -> list[str]:
         """The solver searches; the text-surface proposer too (Dr. Zero's proposer searches
         n − 1 times); the codes proposer is shown its chain instead."""
-        if role == "solver" or (role == "proposer" and self.surface == "text"):
+        if kind == ANSWER or (kind == QUESTION and self.surface == "text"):
             return [SEARCH_CLOSE]
         return []
 

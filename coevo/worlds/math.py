@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from coevo.verify.latex import boxed, last_boxed, normalize_math  # noqa: F401 (re-exported)
-from coevo.core.world import ParseResult, last_question, ResponseFormat, Task
+from coevo.core.world import QUESTION, SYNTHESIS, ParseResult, ResponseFormat, Task, last_question
 from coevo.worlds.synthesis import Synthesis, blocks, schema_check, tags_only
 
 DIFFICULTY_LINE = "Aim for a difficulty such that fewer than 30 % of advanced high-school students could solve it. "
@@ -158,14 +158,14 @@ class MathWorld:
         p = f"{self.challenger_system}\n\n{CHALLENGER_USER}" if self.system_in_prompt else CHALLENGER_USER
         return [p] * n
 
-    def response_format(self, role: str) -> ResponseFormat | None:
+    def response_format(self, kind: str) -> ResponseFormat | None:
         """fewshot: the Challenger's answer is prefilled with ``<question>`` and stopped at
         ``</question>``; the Solver's starts with ``Solution:`` and stops at a new ``Problem:``."""
         if self.prompt_style != "fewshot":
             return None
-        if role == "synthesizer":
+        if kind == SYNTHESIS:
             return ResponseFormat(prefix="Problem:", stop=FEWSHOT_SYNTH_STOPS)
-        if role == "proposer":
+        if kind == QUESTION:
             return ResponseFormat(prefix="<question>\n", stop=FEWSHOT_QUESTION_ENDS)
         return ResponseFormat(prefix="Solution:", stop=("\nProblem:",))
 

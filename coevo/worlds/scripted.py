@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import ClassVar, Sequence
 
-from coevo.core.world import ParseResult, last_question, ResponseFormat, Task
+from coevo.core.world import ANSWER, ParseResult, ResponseFormat, Task, last_question
 
 PROPOSER_PROMPT = "<propose>"
 SOLVE_PREFIX = "<solve>"
@@ -75,17 +75,17 @@ class ScriptedToolWorld:
             return ParseResult(None, "not-a-lookup")
         return ParseResult(Task(task_id=task_id, question=q, meta={"difficulty": "L2" if m.group(2) else "L1"}))
 
-    def response_format(self, role: str) -> ResponseFormat:
-        """Solver answers end at ``</answer>``, proposals at ``</question>``."""
-        return ResponseFormat(stop=(ANSWER_CLOSE,) if role == "solver" else ("</question>",))
+    def response_format(self, kind: str) -> ResponseFormat:
+        """Answers end at ``</answer>``, proposals at ``</question>``."""
+        return ResponseFormat(stop=(ANSWER_CLOSE,) if kind == ANSWER else ("</question>",))
 
     # solver side ---------------------------------------------------------
     def solver_prompt(self, task: Task) -> str:
         return f"{SOLVE_PREFIX}{task.question};"
 
-    def tool_stops(self, role: str) -> list[str]:
-        """Stop strings that end a tool call of ``role`` (only the solver has the tool)."""
-        return [TOOL_CLOSE] if role == "solver" else []
+    def tool_stops(self, kind: str) -> list[str]:
+        """Stop strings that end a tool call in output ``kind`` (only answers use the tool)."""
+        return [TOOL_CLOSE] if kind == ANSWER else []
 
     def run_tool(self, context: Task | str, text_so_far: str) -> str | None:
         """Look up the key of the call ``(K)`` that ``text_so_far`` ends with: ``=V;``; a

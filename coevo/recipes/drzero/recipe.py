@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from coevo.core.policy import full_text
-from coevo.core.world import ParseResult, role_sampling
+from coevo.core.world import QUESTION, ParseResult, role_sampling
 from coevo.ledger.rows import dumps, task_row, verdict_row_of
 from coevo.ledger.store import StepWriter
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan
@@ -88,7 +88,7 @@ class DrZeroRecipe(RecipeBase):
         """One proposal per proposer context: (contexts, completions, task ids, parse results)."""
         contexts = list(self.world.proposer_contexts(self.cfg.drzero.prompts, self.cfg.seed + spec.step))
         outs = rollout(self.proposer, self.world, [c.prompt for c in contexts], 1,
-                       role_sampling(self.world, "proposer", self.psp), role="proposer", contexts=contexts)
+                       role_sampling(self.world, QUESTION, self.psp), kind=QUESTION, contexts=contexts)
         comps = [g[0] for g in outs]
         ids = [f"s{spec.step}-{i}-0" for i in range(len(comps))]
         parsed = []

@@ -12,7 +12,7 @@ import numpy as np
 from coevo.audit.false_agreement import false_agreement_from_flags, false_agreement_summary, solver_majority_columns
 from coevo.audit.instruments import pseudo_label_accuracy
 from coevo.ledger.store import StepWriter
-from coevo.core.world import Task, role_sampling
+from coevo.core.world import ANSWER, Task, role_sampling
 from coevo.recipes.drzero.crossfit import AUX_ROLES, retrieval_sources, scorer_fold, with_sources
 from coevo.recipes.drzero.rewards import drzero_proposer_reward, hrpo_advantages, msv_accept
 from coevo.rewards.formulas import crossfit_reward
@@ -54,7 +54,7 @@ def source_aware_sampler(rec):
     """Sample with the world's source-aware prompt (the task's source document visible)."""
     def sample(pol, world, tasks, n, sp):
         return rollout(pol, world, [world.solver_prompt_with_source(t) for t in tasks], n,
-                       role_sampling(world, "solver", sp), role="solver", contexts=list(tasks),
+                       role_sampling(world, ANSWER, sp), kind=ANSWER, contexts=list(tasks),
                        max_turns=rec.max_turns)
     return sample
 

@@ -41,7 +41,7 @@ from coevo.recipes.rgbc.k_arm import adv_hat_reward, budget_matched_tasks
 from coevo.stages.group import StepContext, draw_group, match_grouped, update_role
 from coevo.recipes.rgbc.validate import (VALIDATOR_KIND, consensus_from_verdicts, reasoner_answer, reasoner_rewards,
                                    validate_outputs)
-from coevo.core.world import Task, role_sampling
+from coevo.core.world import SYNTHESIS, Task, role_sampling
 
 
 class RGBCRecipe(RecipeBase):
@@ -130,7 +130,7 @@ class RGBCRecipe(RecipeBase):
         n_groups = n_tasks // sc.synth_group
         extra = int(round(self.last_bearing * n_groups)) if self.matched else 0
         prompts = self.world.synthesizer_prompts(n_groups + extra, self.cfg.seed + spec.step)
-        outs = self.synth.sample(prompts, sc.synth_group, role_sampling(self.world, "synthesizer", self.sp_synth))
+        outs = self.synth.sample(prompts, sc.synth_group, role_sampling(self.world, SYNTHESIS, self.sp_synth))
         comps = [(g, c) for g, cs in enumerate(outs) for c in cs]
         ids = [f"s{spec.step}-{g}-{i % sc.synth_group}" for i, (g, _) in enumerate(comps)]
         window = self.recent[-sc.redundancy_window:] if sc.redundancy_window else []
