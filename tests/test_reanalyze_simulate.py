@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from coevo.audit.reanalyze import reanalyze_synco
+from coevo.recipes.rgbc.reanalyze import reanalyze_synco
 from coevo.audit.simulate import SimulateError, simulate_pool, simulation_plot
 
 

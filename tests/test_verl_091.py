@@ -282,6 +282,8 @@ def test_rzero_fixtures_regenerate_byte_for_byte(tmp_path):
     spec = importlib.util.spec_from_file_location("make_rzero_fixtures", fix / "make_fixtures.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    if mod.rzero_repo() is None:  # CI has no GitHub: the committed fixtures stand; regenerate where R-Zero is
+        pytest.skip("no R-Zero checkout (COEVO_RZERO_REPO); the fixtures were regenerated where one was")
     written = mod.make(tmp_path)
     assert len(written) == 5
     for p in written:

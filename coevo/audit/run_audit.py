@@ -314,7 +314,7 @@ def _enrichment(d: dict, sc: Optional[dict], ts: Optional[dict]) -> Dict[str, di
             out["enrichment_reward_vs_confirm"] = _na(label + ": proposer reward vs confirm-group bearing",
                                                       "fewer than 4 tasks with reward and a confirm group, or none bearing")
         return out
-    ch = d["challenger"]
+    ch = d["proposer"]
     if sc is None or not ch["task_id"]:
         return {"enrichment": _na(label, "no scored proposer questions with oracle-judged answer groups")}
     mu_of = {t: m for t, m in zip(sc["task"], sc["mu"])}
@@ -371,7 +371,13 @@ def _assemble(run_dir: Path, info: dict, cfg: dict, d: dict) -> dict:
     arm = ",".join(arms) if arms else recipe
     return {"run_dir": str(run_dir), "run_id": info["run_id"], "recipe": recipe, "arm": arm,
             "seed": info.get("seed", cfg.get("seed")), "world": info.get("world"),
-            "instruments": instruments_for(d, recipe, float((cfg.get("rgbc") or {}).get("doubt_stable", 0.75)))}
+            "instruments": instruments_for(d, recipe, _doubt_stable(cfg))}
+
+
+def _doubt_stable(cfg: dict, default: float = 0.75) -> float:
+    """The doubt bucket's stability threshold of whichever config section sets ``doubt_stable``."""
+    return float(next((sec["doubt_stable"] for sec in cfg.values() if isinstance(sec, dict) and "doubt_stable" in sec),
+                      default))
 
 
 def _seed_ranges(runs: List[dict]) -> List[dict]:

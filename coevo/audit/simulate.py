@@ -36,10 +36,15 @@ class SimulateError(Exception):
     """Bad pool name or parameters; the CLI prints it as one line."""
 
 
-def _nullmodel_params(which: str) -> Dict[str, float]:
-    from coevo.audit.reanalyze import load_published
+PUBLISHED = Path(__file__).resolve().parents[1] / "data" / "synco_published.yaml"
 
-    return load_published()["seed000_fits"][which]
+
+def _nullmodel_params(which: str) -> Dict[str, float]:
+    """The two-point fit of SynCo's first / last bucket (the RGBC proposal's reanalysis, stored with
+    the published numbers it was fitted to)."""
+    import yaml
+
+    return yaml.safe_load(PUBLISHED.read_text(encoding="utf-8"))["seed000_fits"][which]
 
 
 def draw_pool(pool: str, n_tasks: int, rng: np.random.Generator, a: float = 2.0, b: float = 2.0) -> np.ndarray:

@@ -114,13 +114,23 @@ def abstention_reasons(led: Ledger, run_id: str) -> dict[str, int]:
     return {r["reason"]: int(r["n"]) for r in rows}
 
 
-def challenger_scores(led: Ledger, run_id: str) -> dict[str, list]:
-    """Parsed Challenger questions with p_hat and their reward row (components_json holds r_unc, r_rep)."""
+def proposer_role(led: Ledger, run_id: str) -> str | None:
+    """The role that proposes tasks: the task source that is also a rewarded role (R-Zero's
+    Challenger, SynCo's Synthesizer, a toy's proposer); None when no role rewards its own tasks."""
+    rows = led.query("SELECT DISTINCT t.source FROM tasks t JOIN rewards w ON w.run_id = t.run_id "
+                     "AND w.role = t.source WHERE t.run_id = ? ORDER BY t.source", [run_id])
+    return rows[0]["source"] if rows else None
+
+
+def proposer_scores(led: Ledger, run_id: str, role: str | None = None) -> dict[str, list]:
+    """Parsed questions of the proposing role (default ``proposer_role``) with p_hat and their
+    reward row (components_json holds r_unc, r_rep where the recipe writes them)."""
+    role = role or proposer_role(led, run_id) or ""
     return led.columns(
         "SELECT t.task_id, t.step, t.p_hat, w.reward, w.components_json FROM tasks t "
         "LEFT JOIN rewards w ON w.run_id = t.run_id AND w.task_id = t.task_id AND w.step = t.step "
-        "AND w.role = 'challenger' WHERE t.run_id = ? AND t.source = 'challenger' AND t.parse_ok "
-        "ORDER BY t.step, t.task_id", [run_id])
+        "AND w.role = ? WHERE t.run_id = ? AND t.source = ? AND t.parse_ok "
+        "ORDER BY t.step, t.task_id", [role, run_id, role])
 
 
 # ---------------------------------------------------------------------- SynCo / RGBC (issue 5)
@@ -129,10 +139,10 @@ def task_stats_columns(led: Ledger, run_id: str) -> dict[str, list]:
     return led.columns("SELECT * FROM task_stats WHERE run_id = ? ORDER BY step, task_id", [run_id])
 
 
-def synthesizer_tasks(led: Ledger, run_id: str) -> dict[str, dict]:
-    """task_id -> question, reference, oracle answer, difficulty, meta (parsed) of Synthesizer tasks."""
+def source_tasks(led: Ledger, run_id: str, source: str) -> dict[str, dict]:
+    """task_id -> question, reference, oracle answer, difficulty, meta (parsed) of the tasks of one source."""
     rows = led.query("SELECT task_id, step, question, reference, oracle_answer, difficulty, meta_json FROM tasks "
-                     "WHERE run_id = ? AND source = 'synthesizer' ORDER BY step, task_id", [run_id])
+                     "WHERE run_id = ? AND source = ? ORDER BY step, task_id", [run_id, source])
     out = {}
     for r in rows:
         r["meta"] = json.loads(r.pop("meta_json") or "{}")
@@ -179,8 +189,8 @@ def step_versions(led: Ledger, run_id: str) -> dict[int, dict[str, str]]:
         if r["versions_json"]:
             out[int(r["step"])] = json.loads(r["versions_json"])
         else:
-            out[int(r["step"])] = {k: v for k, v in (("proposer", r["proposer_version"]),
-                                                     ("solver", r["solver_version"])) if v}
+            out[int(r["step"])] = {c.removesuffix("_version"): r[c] for c in ("proposer_version", "solver_version")
+                                   if r[c]}
     return out
 
 

@@ -30,6 +30,7 @@ RECIPES = {
                         summary_columns=_COLS, column_names=COLUMN_NAMES,
                         report_sections=("coevo.recipes.rgbc.report:section",),
                         optional_summary_columns=_TRUTH_COLS,
+                        commands=("coevo.recipes.rgbc.commands:register",),
                         description="SynCo: Synthesizer + Reasoner, validator, consensus, T(mu_1)"),
     "rgbc": RecipeInfo(name="rgbc", factory="coevo.recipes.rgbc.recipe:RGBCRecipe", roles=_ROLES,
                        sections={"synco": SynCoConfig, "rgbc": RGBCConfig}, worlds=("arithmetic", "math"),

@@ -46,7 +46,7 @@ def _pr(flag: list[bool], wrong: list[bool]) -> dict:
 
 def _rows(led, run_id: str) -> list[dict]:
     cols = views.task_stats_columns(led, run_id)
-    meta = views.synthesizer_tasks(led, run_id)
+    meta = views.source_tasks(led, run_id, "synthesizer")
     n = len(cols.get("task_id", []))
     rows = []
     for i in range(n):

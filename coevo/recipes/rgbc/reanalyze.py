@@ -27,7 +27,7 @@ __all__ = ["load_published", "reanalyze_synco", "print_reanalysis"]
 K = 4
 
 
-DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "synco_published.yaml"
+DATA_FILE = Path(__file__).resolve().parents[2] / "data" / "synco_published.yaml"  # shared with coevo simulate
 
 
 def load_published(path: Optional[Path] = None) -> Dict[str, Any]:
