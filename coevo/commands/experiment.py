@@ -1,7 +1,7 @@
 """``coevo experiment ...``: experiments that span several runs.
 
 ``coevo experiment crossfit-ablation`` — False Frontiers §2.4, the fixed question-bank replay of the
-CrossFit fold strategies (``coevo.recipes.crossfit_ablation``), with the arms' cost.
+CrossFit fold strategies (``coevo.recipes.drzero.ablation``), with the arms' cost.
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def _group(ctx: typer.Context, list_: bool = typer.Option(False, "--list", help=
     if list_:
         from coevo.experiments import REGISTRY
 
-        for name, ref in sorted({"crossfit-ablation": "coevo.recipes.crossfit_ablation", **REGISTRY}.items()):
+        for name, ref in sorted({"crossfit-ablation": "coevo.recipes.drzero.ablation", **REGISTRY}.items()):
             typer.echo(f"{name}  ({ref})")
         raise typer.Exit(0)
     if ctx.invoked_subcommand is None:
