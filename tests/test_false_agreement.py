@@ -14,9 +14,10 @@ import torch
 
 from coevo.runner.loop import Loop
 from coevo.audit.data import collect
-from coevo.audit.false_agreement import (NOT_PROPOSER, false_agreement, false_agreement_flags,
+from coevo.audit.false_agreement import (AGREEMENT_RULES, NOT_PROPOSER, false_agreement, false_agreement_flags,
                                          false_agreement_from_flags, false_agreement_mass, false_agreement_summary,
-                                         solver_majority)
+                                         group_agrees, solver_majority, solver_majority_columns,
+                                         strict_majority_agrees)
 from coevo.audit.run_audit import instruments_for
 from coevo.core.policy import Completion
 from coevo.config import load_config
@@ -72,6 +73,80 @@ def test_flags_batches_and_the_thin_caller():
     assert a.value == b.value == pytest.approx(1 / 3) and a.n == b.n == 3
     with pytest.raises(ValueError):
         false_agreement_mass(["1"], [], ["1"])
+
+
+# ---------------------------------------------------------------- the agreement rule on constructed groups
+class _EMVerifier:
+    """The two calls ``solver_majority_columns`` makes, with the EM check above."""
+
+    def majority_votes(self, answer_lists):
+        from coevo.verify.vote import majority_vote
+
+        return [majority_vote(list(a), em) for a in answer_lists]
+
+    def match_many(self, pairs):
+        from types import SimpleNamespace
+
+        return [SimpleNamespace(value=None if a is None or b is None else int(em(a, b))) for a, b in pairs]
+
+
+def _agree(rule: str, group: list, label: str):
+    """y_P ≃ y_S for one scoring group under ``rule``, as the Dr. Zero steps compute it."""
+    matches = [None if a is None else int(em(a, label)) for a in group]
+    matches = [0 if a is None else m for a, m in zip(group, matches)]  # a missing answer is a non-match
+    plural = solver_majority_columns(_EMVerifier(), [group], [label])[0]["solver_agrees"]
+    return group_agrees(rule, matches, plural)
+
+
+def test_agreement_rules_on_constructed_groups():
+    assert AGREEMENT_RULES == ("strict_majority", "plurality")
+    label = "Varen Okla"                                   # the proposer's (wrong) answer; truth "Varen Oklo"
+    distinct = ["Varen Okla", "Mel Dask", "Tor Vos", "Ise Pry", "Kal Wick"]
+    # five distinct answers: a 1-of-5 match is no agreement under strict majority; under plurality
+    # the first-seen answer wins the 1-1-1-1-1 tie, so it counts when it is the label's
+    assert _agree("strict_majority", distinct, label) == 0.0
+    assert _agree("plurality", distinct, label) == 1.0
+    assert _agree("plurality", distinct[1:] + distinct[:1], label) == 0.0   # ... and not when it comes last
+    # ties: 2-2-1 is no strict majority whichever side the label is on
+    tie = ["varen okla", "Mel Dask", "Varen Okla.", "mel dask", "Tor Vos"]
+    assert _agree("strict_majority", tie, label) == 0.0
+    assert _agree("plurality", tie, label) == 1.0            # the label's pair is seen first
+    assert _agree("plurality", tie[1:] + tie[:1], label) == 0.0
+    # a strict majority: 3 of 5 (EM-equivalent spellings) agree under both rules
+    three = ["Mel Dask", "the Varen Okla", "Varen Okla", "Tor Vos", "VAREN OKLA"]
+    assert _agree("strict_majority", three, label) == _agree("plurality", three, label) == 1.0
+    # missing answers count in the denominator: 2 matches of 5 with 3 missing is not a majority
+    assert _agree("strict_majority", [label, label, None, None, None], label) == 0.0
+    assert _agree("plurality", [label, label, None, None, None], label) == 1.0
+    with pytest.raises(ValueError):
+        group_agrees("first", [1], 1.0)
+
+
+def test_strict_majority_is_order_free_and_abstentions():
+    import itertools
+
+    label = "Varen Okla"
+    for group in (["Varen Okla", "Mel Dask", "Tor Vos", "Ise Pry", "Kal Wick"],
+                  ["Varen Okla", "Varen Okla", "Mel Dask", "Mel Dask", "Tor Vos"],
+                  ["Varen Okla", "Varen Okla", "Varen Okla", "Mel Dask", "Tor Vos"]):
+        strict = {_agree("strict_majority", list(p), label) for p in itertools.permutations(group)}
+        plural = {_agree("plurality", list(p), label) for p in itertools.permutations(group)}
+        assert len(strict) == 1                              # permuting the group never changes it
+        assert len(plural) == (1 if group.count(label) == 3 else 2)   # plurality depends on the order
+    # FF over constructed groups is the same under every order of the rollouts
+    groups = [["Varen Okla", "Mel Dask", "Tor Vos", "Ise Pry", "Kal Wick"],
+              ["Varen Okla"] * 3 + ["Mel Dask", "Tor Vos"], ["Varen Oklo"] * 5]
+    rng = random.Random(0)
+    ffs = set()
+    for _ in range(20):
+        agree = [_agree("strict_majority", rng.sample(g, len(g)), label) for g in groups]
+        ffs.add(false_agreement_from_flags(agree, [0, 0, 0]).value)
+    assert len(ffs) == 1 and ffs.pop() == pytest.approx(1 / 3)
+    # abstaining checks (None): undecided when they could make a majority, decided otherwise
+    assert strict_majority_agrees([1, 1, None, 0, 0]) is None
+    assert strict_majority_agrees([1, 1, 1, None, None]) == 1.0
+    assert strict_majority_agrees([1, None, 0, 0, 0]) == 0.0
+    assert strict_majority_agrees([True, True, False]) == 1.0 and strict_majority_agrees([]) == 0.0
 
 
 # ---------------------------------------------------------------- mu_1 = 1, end to end on scripted policies

@@ -6,11 +6,17 @@ at 4B, 8.8 % at 9B); issue #11 item 6. Per audited pair i
 
     FF_i = 1[y_P ≃ y_S] · 1[y_P is wrong]
 
-with y_P the proposer's (draft / reference) answer, y_S the solver's answer (its majority over
-the task's solves) and "wrong" judged against the truth: the oracle's answer
+with y_P the proposer's (draft / reference) answer, y_S the solver's answer over the task's
+solves and "wrong" judged against the truth: the oracle's answer
 (:func:`false_agreement`) or an auditor model's verdict on y_P (:func:`false_agreement_from_flags`,
 ``coevo.audit.auditor``). FF = mean of FF_i over the audited pairs.
 
+* The agreement rule y_P ≃ y_S over a group of solves (:data:`AGREEMENT_RULES`,
+  :func:`group_agrees`): ``strict_majority`` (the default of the Dr. Zero family,
+  ``drzero.ff_agreement``) — more than half of the group's answers are equivalent to y_P, so the
+  flag does not depend on the order of the rollouts and a 1-of-5 match never counts;
+  ``plurality`` — the group's plurality answer (ties: first seen, ``coevo.verify.vote``) is
+  equivalent to y_P (with five distinct answers the first one decides).
 * ``equivalent(a, b) -> bool``: how answers compare (the arithmetic world's integers: plain
   equality of canonical strings, the default; the facts world: EM on SQuAD-normalised strings,
   ``world.equivalent``).
@@ -35,9 +41,11 @@ from coevo.audit.stats import Z95, Estimate, binomial_se, interval_estimate
 
 __all__ = ["NOT_PROPOSER", "is_known", "answers_equivalent", "false_agreement_flags", "ff_indicators",
            "false_agreement", "false_agreement_from_flags", "false_agreement_summary",
-           "false_agreement_mass", "solver_majority", "solver_majority_columns"]
+           "false_agreement_mass", "solver_majority", "solver_majority_columns", "AGREEMENT_RULES",
+           "strict_majority_agrees", "group_agrees"]
 
 Equivalent = Optional[Callable[[Any, Any], Any]]
+AGREEMENT_RULES = ("strict_majority", "plurality")  # how a group of solves agrees with the proposer's answer
 NOT_PROPOSER = ("<not the proposer's answer>",)  # a solver majority known to differ from the proposer's answer
 
 
@@ -172,3 +180,30 @@ def solver_majority_columns(verifier: Any, answer_lists: Sequence[Sequence[Optio
         out.append({"solver_majority": v.label, "solver_majority_share": float(v.p_hat),
                     "solver_agrees": 0.0 if v.label is None else agrees})
     return out
+
+
+def strict_majority_agrees(matches: Sequence[Any]) -> Optional[float]:
+    """The strict-majority agreement of one group: ``matches`` holds, per answer of the group, the
+    verdict "equivalent to the proposer's answer" (1 / True, 0 / False, None / NaN = the check
+    abstained; a missing answer is a 0).  1.0 when more than half of the group's answers match;
+    0.0 when they cannot (matches plus abstentions at most half, e.g. a 2-2-1 split or five distinct
+    answers); None when the abstentions decide.  A count: the order of the answers does not matter."""
+    n = len(matches)
+    yes = sum(1 for m in matches if is_known(m) and bool(m))
+    unknown = sum(1 for m in matches if not is_known(m))
+    if n and 2 * yes > n:
+        return 1.0
+    if 2 * (yes + unknown) <= n:
+        return 0.0
+    return None
+
+
+def group_agrees(rule: str, matches: Sequence[Any], plurality_agrees: Any = None) -> Optional[float]:
+    """y_P ≃ y_S for one group under ``rule`` (:data:`AGREEMENT_RULES`): ``strict_majority`` from the
+    per-answer ``matches`` (:func:`strict_majority_agrees`); ``plurality`` = ``plurality_agrees`` (the
+    verdict on the group's plurality answer, ``solver_majority_columns``' ``solver_agrees``)."""
+    if rule == "strict_majority":
+        return strict_majority_agrees(matches)
+    if rule == "plurality":
+        return plurality_agrees
+    raise ValueError(f"unknown agreement rule {rule!r}; known: {', '.join(AGREEMENT_RULES)}")

@@ -4,8 +4,8 @@ Per seed: the proposer writes one bank of questions with draft answers on the fa
 (once); then, for each fold strategy (``same-source``, ``random-question``, ``source-id``;
 ``crossfit.py``), two fresh auxiliary solvers (the shipped checkpoint) train
 ``aux_steps`` GRPO steps on their fold's bank questions and score every bank question with
-5 answers.  Per strategy: FF (the scoring majority agrees with the draft and the oracle
-rejects the draft; ``coevo.audit.false_agreement``) and the proposer reward R_P = f(k)
+5 answers.  Per strategy: FF (the scoring group agrees with the draft under ``drzero.ff_agreement``,
+strict majority by default, and the oracle rejects the draft; ``coevo.audit.false_agreement``) and the proposer reward R_P = f(k)
 (``coevo.rewards.formulas.crossfit_reward``), each as a mean over seeds with a 95 % t
 interval (``t_interval``; the per-seed spread is ``coevo.audit.instruments.seed_range``).
 

@@ -25,6 +25,11 @@ class DrZeroConfig(Strict):
     msv: bool = Field(False, description="multi-sample verification (always on in recipe msv+crossfit)")
     msv_source_aware: int = Field(3, ge=1, description="MSV source-aware answers per question")
     msv_blind: int = Field(3, ge=1, description="MSV source-blind answers per question")
+    ff_agreement: Literal["strict_majority", "plurality"] = Field(
+        "strict_majority", description="when the scoring group agrees with the label for FF "
+                                       "(coevo.audit.false_agreement.group_agrees): strict_majority = more than half "
+                                       "of its answers equal the label (order-free; False Frontiers §2.1 'give the "
+                                       "same wrong answer'); plurality = its plurality answer, ties first seen")
     advantage_variant: Literal["paper", "code"] = Field(
         "paper", description="hop-bucket advantages: paper = population std (False Frontiers §2.3); code = Dr. Zero's "
                              "grpo_batch (unbiased std, a bucket of one: mean 0, std 1)")

@@ -9,7 +9,8 @@ from typing import Sequence
 
 import numpy as np
 
-from coevo.audit.false_agreement import false_agreement_from_flags, false_agreement_summary, solver_majority_columns
+from coevo.audit.false_agreement import (false_agreement_from_flags, false_agreement_summary, group_agrees,
+                                         solver_majority_columns)
 from coevo.audit.instruments import pseudo_label_accuracy
 from coevo.ledger.store import StepWriter
 from coevo.core.world import ANSWER, Task, role_sampling
@@ -84,9 +85,10 @@ def score_group(rec, ctx, tasks: list[Task], labels: list, truths: list, folds: 
     """The scoring group of each accepted question: ``n_answers`` answers by the main solver
     (Dr. Zero) or by the auxiliary solver its fold strategy names (CrossFit), verified against
     the label and the oracle.  Returns per task k (answers equal to the label), mu = k / n, the
-    scoring role, the group's majority answer and whether it agrees with the label
-    (``coevo.audit.false_agreement.solver_majority_columns``)."""
-    n = rec.cfg.drzero.n_answers
+    scoring role, the group's plurality answer (``solver_majority_columns``) and whether the group
+    agrees with the label under ``drzero.ff_agreement`` (``coevo.audit.false_agreement.group_agrees``:
+    strict majority by default, k > n / 2)."""
+    n, rule = rec.cfg.drzero.n_answers, rec.cfg.drzero.ff_agreement
     out = {"k": [0] * len(tasks), "mu": [0.0] * len(tasks), "scorer": ["solver"] * len(tasks),
            "agrees": [None] * len(tasks), "majority": [None] * len(tasks)}
     if not tasks:
@@ -110,9 +112,11 @@ def score_group(rec, ctx, tasks: list[Task], labels: list, truths: list, folds: 
         w.extend(g.rows)
         maj = solver_majority_columns(rec.verifier, g.answers, [labels[j] for j in idx])
         for jj, j in enumerate(idx):
-            k = sum(1 for v in g.verdicts["label"][jj] if v.value == 1)
+            matches = [v.value for v in g.verdicts["label"][jj]]
+            k = sum(1 for m in matches if m == 1)
             out["k"][j], out["mu"][j], out["scorer"][j] = k, k / n, role
-            out["agrees"][j], out["majority"][j] = maj[jj]["solver_agrees"], maj[jj]["solver_majority"]
+            out["agrees"][j] = group_agrees(rule, matches, maj[jj]["solver_agrees"])
+            out["majority"][j] = maj[jj]["solver_majority"]
     return out
 
 
