@@ -11,6 +11,8 @@ from typing import Any, Literal, Optional, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from coevo.core.registry import DEFAULT_RECIPE
+
 PRESET_DIR = Path(__file__).parent / "presets"
 
 
@@ -202,7 +204,7 @@ class RunConfig(Strict):
     ``build_config`` and reachable as attributes (``cfg.rzero``)."""
 
     model_config = ConfigDict(extra="allow", validate_assignment=True)
-    recipe: str = Field("rzero", description="a built-in recipe (rzero | synco | rgbc) or a module path")
+    recipe: str = Field(DEFAULT_RECIPE, description="a built-in recipe (coevo.core.registry.BUILTIN) or a module path")
     preset: str = "cpu"
     intended_backends: Optional[list[Literal["tiny", "hf", "openai"]]] = Field(
         None, min_length=1, description="the backend kinds this preset is sized for; `coevo run` refuses "
@@ -303,7 +305,7 @@ def build_config(data: dict) -> RunConfig:
     """Validate a config mapping: core sections by RunConfig, recipe sections by the models the
     recipes declare, the recipe/world pair by the recipe's supported worlds."""
     data = dict(data or {})
-    info, known = _recipe_sections(str(data.get("recipe", "rzero")),
+    info, known = _recipe_sections(str(data.get("recipe", DEFAULT_RECIPE)),
                                    [k for k in data if k not in RunConfig.model_fields])
     errors, sections = [], {}
     for key in [k for k in data if k not in RunConfig.model_fields]:

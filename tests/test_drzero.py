@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from coevo.runner.loop import Loop
 from coevo.config import load_config
 from coevo.ledger.store import Ledger
 from coevo.recipes.drzero import steps
@@ -35,10 +36,8 @@ def run_recipe(tmp_path, recipe: str, extra=(), misread=("src0", "src1")):
     led = Ledger(tmp_path / f"{recipe.replace('+', '_')}.duckdb")
     led.append("runs", [{"run_id": recipe, "recipe": recipe, "config_yaml": "{}"}])
     metrics = {}
-    for spec in rec.plan():
-        with led.step(recipe, spec.step, spec.round, spec.phase, spec.phase_step) as w:
-            w.metrics = rec.run_step(spec, w)
-            metrics.setdefault(spec.phase, []).append(w.metrics)
+    for spec, m in Loop(led, recipe, rec, pols).run():  # the one step loop (a transaction per step)
+        metrics.setdefault(spec.phase, []).append(m)
     return led, rec, metrics, world, pols
 
 

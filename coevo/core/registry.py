@@ -16,6 +16,7 @@ from typing import Any, Callable
 BUILTIN = {"rzero": "coevo.recipes.rzero", "synco": "coevo.recipes.rgbc", "rgbc": "coevo.recipes.rgbc",
            "drzero": "coevo.recipes.drzero", "crossfit": "coevo.recipes.drzero", "msv+crossfit": "coevo.recipes.drzero",
            "vgopd": "coevo.recipes.vgopd"}
+DEFAULT_RECIPE = "rzero"  # what `coevo run` runs with no --recipe (the default preset `cpu` is R-Zero's)
 
 
 class RecipeNotFound(Exception):

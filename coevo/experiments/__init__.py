@@ -1,7 +1,8 @@
 """Experiments: a declared grid of runs (arms x seeds) plus claims with verdicts (docs/experiments.md).
 
-``REGISTRY`` names each experiment's spec as a ``"module:attr"`` string, so listing them imports no
-recipe code; ``load_experiment`` takes a registered name or any ``module:attr`` /
+``REGISTRY`` names each experiment's spec as a ``"module:attr"`` string, gathered from the built-in
+recipes' registrations (``RecipeInfo.experiments``: an experiment belongs to its recipe's folder), so
+listing them imports no recipe code beyond the registrations; ``load_experiment`` takes a registered name or any ``module:attr`` /
 ``path/to/file.py:attr`` whose attribute is a ``coevo.experiments.spec.Experiment``.
 """
 from __future__ import annotations
@@ -12,9 +13,18 @@ from pathlib import Path
 
 __all__ = ["REGISTRY", "load_experiment", "ExperimentNotFound"]
 
-REGISTRY = {
-    "rzero-seeds": "coevo.experiments.rzero_seeds:EXPERIMENT",
-}
+
+
+def _builtin_experiments() -> dict[str, str]:
+    from coevo.core.registry import BUILTIN, get_recipe
+
+    out: dict[str, str] = {}
+    for name in BUILTIN:
+        out.update(get_recipe(name).experiments)
+    return out
+
+
+REGISTRY = _builtin_experiments()
 
 
 class ExperimentNotFound(Exception):

@@ -8,8 +8,7 @@ from typing import Optional
 
 import typer
 
-from coevo.cli_common import fail
-from coevo.commands.output import emit, json_option
+from coevo.cli_common import emit, fail, json_option
 
 reanalyze_app = typer.Typer(add_completion=False, no_args_is_help=True,
                             help="Re-derive a design proposal's analysis of published numbers (see docs/references.md).")
