@@ -70,7 +70,7 @@ def collect(led: Ledger, run_id: str) -> dict:
     d = {"groups": _bearing_from_groups(views.oracle_groups(led, run_id)),
          "kept": views.kept_label_rows(led, run_id), "task_stats": ts if ts["task_id"] else None,
          "verdict_groups": views.verdict_groups(led, run_id), "abstention_reasons": views.abstention_reasons(led, run_id),
-         "proposer": views.proposer_scores(led, run_id), "rounds": views.rounds_completed(led, run_id)}
+         "proposals": views.proposer_scores(led, run_id), "rounds": views.rounds_completed(led, run_id)}
     rounds = d["rounds"]
     d["eval_final"] = views.eval_accuracy(led, run_id, rounds[-1]) if rounds else None
     d["eval_n"] = sum(views.eval_counts(led, run_id, rounds[-1]).values()) if rounds else 0

@@ -314,7 +314,7 @@ def _enrichment(d: dict, sc: Optional[dict], ts: Optional[dict]) -> Dict[str, di
             out["enrichment_reward_vs_confirm"] = _na(label + ": proposer reward vs confirm-group bearing",
                                                       "fewer than 4 tasks with reward and a confirm group, or none bearing")
         return out
-    ch = d["proposer"]
+    ch = d["proposals"]
     if sc is None or not ch["task_id"]:
         return {"enrichment": _na(label, "no scored proposer questions with oracle-judged answer groups")}
     mu_of = {t: m for t, m in zip(sc["task"], sc["mu"])}
