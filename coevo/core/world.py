@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol, Sequence, runtime_checkable
 
 from coevo.core.policy import SamplingParams
 
@@ -102,3 +102,42 @@ class World(Protocol):
 
     # optional: def response_format(self, kind: str) -> ResponseFormat  (prefill + stop strings; kind:
     # QUESTION | SYNTHESIS | ANSWER), def tool_stops(self, kind: str) -> list[str]
+
+
+# ---------------------------------------------------------------------- capabilities
+# What some worlds offer beyond the contract; a recipe that needs one checks it with isinstance
+# (the protocols are runtime-checkable) and refuses with coevo.core.errors.CannotRun otherwise.
+@runtime_checkable
+class SynthesizesTasks(Protocol):
+    """Tasks written with a reference solution (SynCo's Synthesizer format)."""
+
+    def synthesizer_prompts(self, n: int, seed: int = 0) -> list[str]: ...
+
+    def parse_synthesis(self, text: str, task_id: str, finish_reason: str = "stop") -> Any: ...
+
+
+@runtime_checkable
+class HasSources(Protocol):
+    """A corpus of source documents the tasks are drawn from (the facts world: CrossFit folds, MSV)."""
+
+    def passages(self) -> list: ...
+
+    def sources(self) -> list[str]: ...
+
+
+@runtime_checkable
+class HasCriteria(Protocol):
+    """Per-task criteria with their bank entries (the criteria world: VG-OPD / CASA)."""
+
+    def entry(self, task: Task) -> Any: ...
+
+    def criteria(self, task: Task) -> list: ...
+
+
+@runtime_checkable
+class HasTools(Protocol):
+    """A tool the policy calls inside a rollout (multi-turn: coevo.stages.rollout)."""
+
+    def tool_stops(self, kind: str) -> list[str]: ...
+
+    def run_tool(self, context: Any, text_so_far: str) -> str | None: ...
