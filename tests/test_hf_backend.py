@@ -165,7 +165,8 @@ def test_run_config_mapping():
     b = SimpleNamespace(kind="hf", roles="separate", lr_solver=1e-5, lr_challenger=2e-5, grad_clip=0.5,
                         options={"model": "tiny-llama", "device": "cpu"})
     d = from_run_config(SimpleNamespace(backend=b, seed=3))
-    assert d["mode"] == "full" and d["lr_by_role"]["challenger"] == 2e-5 and d["model"] == "tiny-llama"
+    # per-role rates come from the recipe's RoleSpec.lr through the runner (lr_by_role), not from a role list here
+    assert d["mode"] == "full" and d["lr"] == 1e-5 and "lr_by_role" not in d and d["model"] == "tiny-llama"
     assert d["seed"] == 3 and d["backend"] == "hf"
 
 

@@ -130,7 +130,7 @@ def test_rzero_report_has_its_plots(tmp_path, fake_recipes):
 
 def test_sections_return_empty_without_their_data(tmp_path):
     from coevo.recipes.rzero import report as rzero
-    from coevo.report import teachable
+    from coevo.recipes.rgbc import report as teachable
 
     rg = rgbc_ledger(tmp_path / "rg", "rgbc")
     rz = rzero_ledger(tmp_path / "rz", "rzero")

@@ -8,14 +8,14 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-__all__ = ["RecordError", "json_records"]
+__all__ = ["RecordError", "json_records", "jsonl_records", "read_text"]
 
 
 class RecordError(Exception):
     """An input that cannot be read at all (one line)."""
 
 
-def _read_text(path: Path) -> str:
+def read_text(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
@@ -24,7 +24,7 @@ def _read_text(path: Path) -> str:
         raise RecordError(f"cannot read {path}: {e.strerror or e}") from None
 
 
-def _jsonl(text: str) -> Iterator[tuple[int, Any, str | None]]:
+def jsonl_records(text: str) -> Iterator[tuple[int, Any, str | None]]:
     """(line number, object, None) or (line number, None, reason) per non-blank line."""
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -66,5 +66,5 @@ def _array(text: str) -> Iterator[tuple[int, Any, str | None]]:
 
 def json_records(path: Path) -> Iterator[tuple[int, Any, str | None]]:
     """A JSON array file or a JSON-lines file, record by record (see ``_array`` / ``_jsonl``)."""
-    text = _read_text(path)
-    return _array(text) if text.lstrip().startswith("[") else _jsonl(text)
+    text = read_text(path)
+    return _array(text) if text.lstrip().startswith("[") else jsonl_records(text)

@@ -25,7 +25,7 @@ __all__ = ["Bad", "read_verl_dump", "read_references", "json_records", "natural_
 VERL_REQUIRED = ("input", "output", "score", "step")
 
 
-from coevo.core.records import RecordError as Bad, _jsonl, _read_text, json_records  # noqa: E402,F401
+from coevo.core.records import RecordError as Bad, json_records, jsonl_records as _jsonl, read_text as _read_text  # noqa: E402,F401
 
 
 def natural_key(s: str) -> list:

@@ -17,7 +17,7 @@ from coevo.core.errors import CannotRun
 from coevo.core.policy import BackendError
 from coevo.ledger.store import Ledger
 from coevo.runlock import disk_trouble
-from coevo.runner.summary import _metric_value
+from coevo.runner.summary import metric_value
 
 
 class RunError(CannotRun):
@@ -170,8 +170,8 @@ class Loop:
 def _short(m: dict, columns=()) -> str:
     """The progress bar's note on a step: the first of the recipe's summary columns it measured."""
     for k in columns:
-        if _metric_value(m.get(k)) is not None:
-            return f"{k}={_metric_value(m[k]):.3f}"
+        if metric_value(m.get(k)) is not None:
+            return f"{k}={metric_value(m[k]):.3f}"
     if "eval" in m:
         return f"eval={m['eval'].get('greedy', {}).get('overall', float('nan')):.3f}"
     return ""

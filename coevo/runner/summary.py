@@ -22,7 +22,7 @@ def frontier_levels(cfg: RunConfig, init: dict | None, counts: dict) -> list[str
     return [d for d, a in init["by_difficulty"].items() if lo <= a <= hi]
 
 
-def _metric_value(v):
+def metric_value(v):
     if isinstance(v, dict):
         v = v.get("value")
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
@@ -41,7 +41,7 @@ def recipe_columns(steps: list[dict], round_: int, columns, whole_only: bool = F
             continue
         if whole_only:
             continue
-        vals = [_metric_value(s["metrics"].get(col)) for s in steps if s["round"] == round_ and s["phase"] != "eval"]
+        vals = [metric_value(s["metrics"].get(col)) for s in steps if s["round"] == round_ and s["phase"] != "eval"]
         vals = [v for v in vals if v is not None]
         out[col] = sum(vals) / len(vals) if vals else None
     return out
@@ -109,7 +109,7 @@ def print_round_table(summary: dict, run_dir: Path) -> None:
     diffs = list(summary["eval_n_by_difficulty"])
     for col in ["round", "acc", *diffs, *[names.get(c, (c,))[0] for c in cols], "rollouts"]:
         t.add_column(col, justify="right", no_wrap=True)
-    fmt = lambda x: "-" if _metric_value(x) is None else f"{_metric_value(x):.3f}"  # noqa: E731 (a dict: its value)
+    fmt = lambda x: "-" if metric_value(x) is None else f"{metric_value(x):.3f}"  # noqa: E731 (a dict: its value)
     init = summary["initial_solver_eval_accuracy"] or {"overall": None, "by_difficulty": {}}
     t.add_row("0", fmt(init["overall"]), *[fmt(init["by_difficulty"].get(d)) for d in diffs],
               *["-"] * len(cols), "-")

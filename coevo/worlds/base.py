@@ -1,4 +1,4 @@
 """Old path of the contract types (they live in ``coevo.core.world``); kept so existing imports work."""
 from coevo.core.world import (  # noqa: F401
-    Task, ParseResult, _QUESTION_BLOCK, last_question, ResponseFormat, role_sampling, World,
+    Task, ParseResult, last_question, ResponseFormat, role_sampling, World,
 )
