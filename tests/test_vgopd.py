@@ -71,8 +71,12 @@ def test_null_check_phi_zero_and_arms_identical(null_runs):
         assert rows(rd, "SELECT count(*) FROM verdicts WHERE value IS NULL") == [(0,)]
         m = rows(rd, "SELECT metrics_json FROM steps WHERE phase = 'train'")[0][0]
         assert '"self_checked_groups": 3' in m  # every group went through the three-arm comparison
-    fps = {arm: fingerprint(rd) for arm, rd in null_runs.items()}
+    # every table equal across the arms; criterion_scores (whose fingerprint includes the arm's name) row for row
+    fps = {arm: {t: h for t, h in fingerprint(rd).items() if t != "criterion_scores"} for arm, rd in null_runs.items()}
     assert fps["A"] == fps["B"] == fps["C"]
+    scores = {arm: rows(rd, "SELECT rollout_id, axis, reward, r, r_tilde, phi, n_scored, w_licensed FROM criterion_scores "
+                            "ORDER BY ALL") for arm, rd in null_runs.items()}
+    assert scores["A"] == scores["B"] == scores["C"] and len(scores["A"]) > 0
     gates = {arm: rows(rd, "SELECT criterion_id, expert, channel, weight FROM casa_gates ORDER BY ALL")
              for arm, rd in null_runs.items()}
     assert gates["A"] == gates["B"] == gates["C"]
