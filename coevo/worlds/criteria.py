@@ -157,11 +157,16 @@ class CriteriaWorld:
                                  self.length_budget, self.channel_seed)
 
     @classmethod
+    def option_names(cls) -> frozenset:
+        """The ``world.options`` keys it takes (checked when the config loads: coevo.worlds.check_options)."""
+        return frozenset(cls.__dataclass_fields__) - {"name", "prompt_version", "has_oracle", "_entries"}
+
+    @classmethod
     def from_config(cls, cfg) -> "CriteriaWorld":
         """Options from ``cfg.world.options`` only (the held-out set is ``eval_n`` / ``eval_seed``
         there, so the shipped policies' measured accuracies hold for a run's evaluation)."""
         opts = dict(cfg.world.options or {})
-        known = set(cls.__dataclass_fields__) - {"name", "prompt_version", "has_oracle", "_entries"}
+        known = cls.option_names()
         bad = sorted(set(opts) - known)
         if bad:
             raise ValueError(f"world.options.{bad[0]}: not an option of the criteria world ({', '.join(sorted(known))})")
