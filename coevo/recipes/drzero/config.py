@@ -54,3 +54,7 @@ class CrossFitConfig(Strict):
     aux_prompts: int = Field(8, ge=1, description="questions per auxiliary step")
     aux_group: int = Field(5, ge=1, description="auxiliary rollouts per question (GRPO group)")
     fold_seed: int = Field(0, description="seed of the source split (and of random-question folds)")
+    replay: bool = Field(False, description="False Frontiers §2.4's fixed question-bank replay instead of the loop: one "
+                                            "round of a bank step (drzero.prompts proposals by the untrained proposer, "
+                                            "no update), aux_steps auxiliary steps on the bank's folds, a scoring step "
+                                            "(n_answers each) and the audit; the main solver is not trained")
