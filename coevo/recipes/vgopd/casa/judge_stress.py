@@ -180,6 +180,12 @@ def summarize(cases: Sequence[dict], kind: str) -> dict:
             "by_kind": {kind: {k: brk[k] for k in ("n", "broken", "rate", "ci_low", "ci_high", "n_abstained")}}}
 
 
+def _verdict_version(v: Any) -> str:
+    """The verdict's checker version, with the judge model and prompt version it records (``LLMJudge``)."""
+    d = getattr(v, "detail", None) or {}
+    return "/".join(str(x) for x in (v.version, d.get("model"), d.get("prompt_version")) if x)
+
+
 def judge_stress(attacker: Any, judge: Any, prompts: int = 40, seed: int = 0,
                  families: Optional[Sequence[str]] = None, examples: int = 8) -> dict:
     """The judge stress test (module docstring): the JSON ``coevo stress`` prints and writes."""
@@ -201,7 +207,7 @@ def judge_stress(attacker: Any, judge: Any, prompts: int = 40, seed: int = 0,
         e = r["entry"]
         cases.append({"entry": e.id, "family": r["family"], "answer": a, "judge": v.value,
                       "reason": v.reason or "", "oracle": truth_of(e.criterion(JUDGE_CRITERION), a),
-                      "endpoint": truth_of(e.criterion(ENDPOINT_CRITERION), a), "verdict_version": v.version})
+                      "endpoint": truth_of(e.criterion(ENDPOINT_CRITERION), a), "verdict_version": _verdict_version(v)})
     res: Dict[str, Any] = {"test": "judge-stress", "world": "criteria", "criterion": JUDGE_CRITERION,
                            "oracle": "coevo.worlds.criteria.truth_of (order rule) + endpoint check (final_value)",
                            "prompts": prompts, "seed": seed, "families": fams,
