@@ -77,7 +77,7 @@ def test_zero_learning_excess_is_zero_within_its_interval(tmp_path, arm, extra):
 
 
 def test_p4_is_judged_against_the_null(tmp_path):
-    from coevo.audit.predictions import _p4
+    from coevo.recipes.rgbc.predictions import _p4, _p4_null
 
     # no learning: mu_post and mu_null are both independent pre-weight groups; |l| alone looks large
     ts = {"task_id": [f"t{i}" for i in range(8)], "step": [0, 0, 0, 0, 1, 1, 1, 1],
@@ -85,12 +85,15 @@ def test_p4_is_judged_against_the_null(tmp_path):
           "mu_post": [0.5, 1.0, 0.25, 0.5, 0.0, 0.75, 1.0, 0.25],
           "mu_null": [0.25, 1.0, 0.5, 0.5, 0.25, 0.5, 1.0, 0.25],
           "lag_null_analytic": [None] * 8}
-    res = _p4([{"task_stats": ts}], [{"run_dir": "r"}])
+    res = _p4_null([{"task_stats": ts}], [{"run_dir": "r"}])
     assert res["status"] == "evaluated" and res["extra"]["basis"] == "|mean(l - l_null)|"
     diff = np.array(ts["mu_null"]) - np.array(ts["mu_post"])
     assert res["value"] == pytest.approx(abs(diff.mean()))
     assert res["extra"]["median_abs_lag"] == pytest.approx(0.25)
-    # without the null column (an older ledger): median |l| with the caveat
+    # the proposal's statistic beside it (row P4): median |l|, with or without the null column
+    res1 = _p4([{"task_stats": ts}], [{"run_dir": "r"}])
+    assert res1["value"] == pytest.approx(0.25) and res1["extra"]["basis"] == "median |l|"
     old = {k: v for k, v in ts.items() if k not in ("mu_null", "lag_null_analytic")}
     res2 = _p4([{"task_stats": old}], [{"run_dir": "r"}])
-    assert res2["value"] == pytest.approx(0.25) and res2["extra"]["basis"] == "median |l| (no null)"
+    assert res2["value"] == pytest.approx(0.25) and res2["extra"]["basis"] == "median |l|"
+    assert _p4_null([{"task_stats": old}], [{"run_dir": "r"}])["status"] == "not evaluable"

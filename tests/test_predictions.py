@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from coevo.audit.predictions import arm_role, judge, print_predictions
+from coevo.audit.predictions import judge, print_predictions
+from coevo.recipes.rgbc.predictions import arm_role
 from coevo.audit.run_audit import audit_runs
 from coevo.ledger.store import Ledger
 
@@ -99,7 +100,7 @@ def test_predictions_hand_computed(three_runs, capsys):
 
 def test_predictions_not_evaluable_without_screen_confirm(tmp_path):
     led = Ledger(tmp_path / "r" / "ledger.duckdb") if (tmp_path / "r").mkdir() is None else None
-    led.append("runs", [{"run_id": "r", "recipe": "rzero", "world": "arithmetic", "seed": 0}])
+    led.append("runs", [{"run_id": "r", "recipe": "rgbc", "world": "arithmetic", "seed": 0}])  # no task_stats
     led.close()
     P = {p["id"]: p for p in audit_runs([tmp_path / "r"], predictions=True)["predictions"]}
     for pid in P:

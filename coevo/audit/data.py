@@ -1,7 +1,7 @@
 """Reading run ledgers for the audit: ledger views -> arrays (I/O only; no statistics here).
 
-Shared by ``coevo.audit.run_audit`` (one run's instruments) and ``coevo.audit.predictions``
-(P1-P6 pooled over runs). SQL stays in coevo/ledger/views.py.
+Shared by ``coevo.audit.run_audit`` (one run's instruments) and the recipes' predictions (e.g. the RGBC
+proposal's P1-P6 pooled over runs). SQL stays in coevo/ledger/views.py.
 """
 from __future__ import annotations
 

@@ -408,36 +408,35 @@ def _seed_ranges(runs: List[dict]) -> List[dict]:
 
 
 def audit_runs(run_dirs: Sequence[Path], predictions: bool = False, stress: Optional[Path] = None) -> dict:
-    """Audit each run directory; seed-to-seed ranges per (recipe, arm); optionally P1-P6 of the RGBC proposal
-    (§predictions, any run) followed by the predictions each audited recipe declares (``RecipeInfo.predictions``,
-    called with that recipe's run directories and ``stress``: e.g. VG-OPD's CASA-P1..P4, which read the JSON of
-    ``coevo stress`` for CASA-P4, else a run directory's stress.json)."""
+    """Audit each run directory; seed-to-seed ranges per (recipe, arm); optionally the predictions each audited
+    recipe declares (``RecipeInfo.predictions``, called with the run directories of the recipes that declare it
+    and ``stress``: e.g. SynCo's / RGBC's P1-P6 of the RGBC proposal, VG-OPD's CASA-P1..P4, which read the JSON
+    of ``coevo stress`` for CASA-P4, else a run directory's stress.json)."""
     if not run_dirs:
         raise AuditError("no run directory given")
     runs = [audit_run(Path(r)) for r in run_dirs]
     result = {"runs": runs, "seed_range": _seed_ranges(runs)}
     if predictions:
-        from coevo.audit.predictions import evaluate_predictions
-
-        result["predictions"] = evaluate_predictions([Path(r) for r in run_dirs], runs)
-        result["predictions"] += recipe_predictions(run_dirs, runs, stress)
+        result["predictions"] = recipe_predictions(run_dirs, runs, stress)
     return result
 
 
 def recipe_predictions(run_dirs: Sequence[Path], runs: List[dict], stress: Optional[Path] = None) -> List[dict]:
-    """The predictions of each distinct recipe among the audited runs (``runs.recipe``), in the order the recipes
-    first appear; a recipe the registry does not know (an imported run) or that declares none adds nothing."""
+    """The predictions of the audited runs' recipes (``runs.recipe``), one call per distinct
+    ``RecipeInfo.predictions`` (recipes that share one, e.g. synco and rgbc, are evaluated together: P5 compares
+    their arms), in the order they first appear; a recipe the registry does not know (an imported run) or that
+    declares none adds nothing."""
     from coevo.core.registry import RecipeNotFound, get_recipe, resolve
 
-    by_recipe: Dict[str, List[Path]] = {}
+    by_ref: Dict[str, List[Path]] = {}
     for d, r in zip(run_dirs, runs):
-        by_recipe.setdefault(r["recipe"], []).append(Path(d))
-    out: List[dict] = []
-    for recipe, dirs in by_recipe.items():
         try:
-            ref = get_recipe(recipe).predictions
+            ref = get_recipe(r["recipe"]).predictions
         except RecipeNotFound:
             continue
         if ref:
-            out += resolve(ref)(dirs, stress)
+            by_ref.setdefault(ref, []).append(Path(d))
+    out: List[dict] = []
+    for ref, dirs in by_ref.items():
+        out += resolve(ref)(dirs, stress)
     return out

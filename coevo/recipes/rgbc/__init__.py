@@ -5,7 +5,8 @@ certificate (kappa discount, nu, lag) and its arms synco | mu_tilde | full.
 The folder: ``recipe.py`` (the joint step), ``config.py`` (sections ``synco``, ``rgbc``),
 ``state.py`` (per-task state), ``validate.py`` (SynCo's validator rho and the consensus check),
 ``arms.py`` / ``k_arm.py`` (the Synthesizer reward per arm, the budget-matched arm),
-``report.py`` (teachable-quality section), ``doubt.py`` (the reference-in-doubt export/import).
+``report.py`` (teachable-quality section), ``doubt.py`` (the reference-in-doubt export/import),
+``predictions.py`` (the RGBC proposal's P1-P6 in ``coevo audit --predictions``).
 The instruments (kappa-bar, nu-bar, lag) are the core's ``coevo.audit.screen_confirm``: imported
 verl and R-Zero runs are audited with them too.
 """
@@ -24,6 +25,7 @@ _ROLES = (RoleSpec("solver", asset="solver", seed_offset=0, lr="lr_solver"),
 _COLS = ("synthesizer_reward_mean", "solver_reward_mean", "bearing_rate", "kappa_bar", "nu_bar", "lag_bar")
 _TRUTH_COLS = ("reference_accuracy_truth", "reference_accuracy_truth_accepted", "truth_oracle_agreement",
                "truth_oracle_kappa")
+_PREDICTIONS = "coevo.recipes.rgbc.predictions:evaluate_predictions"  # P1-P6 of the RGBC proposal
 RECIPES = {
     "synco": RecipeInfo(name="synco", factory="coevo.recipes.rgbc.recipe:RGBCRecipe", roles=_ROLES,
                         sections={"synco": SynCoConfig, "rgbc": RGBCConfig}, worlds=("arithmetic", "math"),
@@ -31,11 +33,12 @@ RECIPES = {
                         report_sections=("coevo.recipes.rgbc.report:section",),
                         optional_summary_columns=_TRUTH_COLS,
                         commands=("coevo.recipes.rgbc.commands:register",),
+                        predictions=_PREDICTIONS,
                         description="SynCo: Synthesizer + Reasoner, validator, consensus, T(mu_1)"),
     "rgbc": RecipeInfo(name="rgbc", factory="coevo.recipes.rgbc.recipe:RGBCRecipe", roles=_ROLES,
                        sections={"synco": SynCoConfig, "rgbc": RGBCConfig}, worlds=("arithmetic", "math"),
                        summary_columns=_COLS, column_names=COLUMN_NAMES,
                         report_sections=("coevo.recipes.rgbc.report:section",),
-                       optional_summary_columns=_TRUTH_COLS,
+                       optional_summary_columns=_TRUTH_COLS, predictions=_PREDICTIONS,
                        description="SynCo + RGBC: screen/confirm, kappa discount, nu, lag; arms synco|mu_tilde|full"),
 }
