@@ -65,6 +65,11 @@ class RGBCConfig(Strict):
     doubt_policy: Literal["drop", "anchor"] = Field(
         "drop", description="reference-in-doubt tasks: drop, or use the mode answer as provisional anchor")
     doubt_stable: float = Field(0.75, gt=0, le=1, description="mode share that makes a nu = 0 task 'in doubt'")
+    doubt_screen: bool = Field(
+        False, description="arm full (confirm after the update): decide the doubt bucket on the K screen answers "
+                           "before the Reasoner update (mode != reference, mode share >= doubt_stable) and apply "
+                           "doubt_policy to the Reasoner's rewards as well as the Synthesizer's; False: the bucket "
+                           "of the 2K answers, known after the update, acts on the Synthesizer only (docs/rgbc.md)")
     doubt_reward: float = Field(0.0, description="Synthesizer reward of a dropped in-doubt task")
     budget: Literal["matched", "none"] = Field(
         "matched", description="matched: arm synco spends the confirm budget an RGBC arm would (its observed "
