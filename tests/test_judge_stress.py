@@ -89,6 +89,11 @@ class _Server(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         prompt = body["messages"][0]["content"]
         self.seen.append((body["model"], self.headers.get("Authorization")))
+        if body["model"] == "refused":
+            self.send_response(401)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         if body["model"] == "atk":
             reply, model = CANNED[_family_of(prompt)], "atk-served-v7"
         else:
@@ -153,6 +158,16 @@ def test_casa_p4_reads_the_judge_stress_json(server, tmp_path):
     assert r.exit_code == 0, r.output
     rates = stress_break_rates(out)
     assert rates["llm_judge"]["n"] == 8 and rates["llm_judge"]["broken"] == 2
+
+
+@pytest.mark.parametrize("who", ["attacker", "judge"])
+def test_a_refused_key_is_one_line_naming_the_variable(server, who, monkeypatch):
+    monkeypatch.setenv("H23_KEY", "sk-wrong-0000")
+    models = {"attacker": "atk", "judge": "jdg", who: "refused"}
+    r = _cli("--attacker", server, "--attacker-model", models["attacker"], "--judge", server, "--judge-model",
+             models["judge"], f"--{who}-key-env", "H23_KEY", "--prompts", "1")
+    assert r.exit_code != 0 and "H23_KEY" in r.output and "sk-wrong-0000" not in r.output
+    assert len([ln for ln in r.output.splitlines() if ln.strip()]) == 1
 
 
 @pytest.mark.slow
