@@ -75,6 +75,10 @@ class RGBCConfig(Strict):
         "matched", description="matched: arm synco spends the confirm budget an RGBC arm would (its observed "
                                "bearing rate) on extra tasks; none: no matching")
     budget_prior: float = Field(0.17, ge=0, le=1, description="bearing rate assumed before the first step (seed: ~17%)")
+    budget_scale: float = Field(1.0, gt=0, description="matched arm synco: extra Synthesizer groups = round(scale x b x "
+                                "groups per step) (> 1 makes up for proposals that fail validator / consensus)")
+    budget_carry: bool = Field(False, description="matched arm synco: carry each step's rounding remainder of the "
+                               "extra groups to the next step (the run's extra tasks then match b x tasks on average)")
     lag_null: Literal["auto", "draw", "off"] = Field(
         "auto", description="the lag's zero-learning null mu_null (an independent group of the bearing tasks with the "
                             "pre-update weights): auto = the pre-update confirm group where the arm draws one (no "
