@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 __all__ = ["ATTACK_SET_VERSION", "ATTACKS", "prompt_set_hash", "attack_prompt", "fill_template",
-           "ScriptedAttacker", "TinyAttacker", "HFAttacker", "OpenAIAttacker", "make_attacker", "ATTACKER_KINDS"]
+           "ScriptedAttacker", "TinyAttacker", "HFAttacker", "OpenAIAttacker", "make_attacker", "ATTACKER_KINDS",
+           "smollm2_policy", "smollm2_weights_id"]
 
 ATTACK_SET_VERSION = "attack-v1"
 ATTACKS: Dict[str, Dict[str, str]] = {
@@ -141,7 +142,7 @@ class TinyAttacker:
         return res
 
 
-def _smollm2_policy(name: str, device: str = "cpu"):
+def smollm2_policy(name: str, device: str = "cpu"):
     from coevo.backends.hf import HFPolicy
     from coevo.backends.roles import load_base
 
@@ -164,7 +165,7 @@ class HFAttacker:
     (chat template, greedy, ``max_new_tokens``)."""
 
     def __init__(self, device: str = "cpu", max_new_tokens: int = 64, policy: Any = None) -> None:
-        self.policy = policy or _smollm2_policy("attacker", device)
+        self.policy = policy or smollm2_policy("attacker", device)
         self.max_new_tokens = max_new_tokens
         self.version = {"backend": "hf", "model": "smollm2", "weights_id": smollm2_weights_id(),
                         "decoding": "greedy", "max_new_tokens": max_new_tokens, **_prompt_set()}

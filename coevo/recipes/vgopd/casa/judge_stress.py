@@ -102,12 +102,12 @@ class HFJudge:
     kind = "llm_judge"
 
     def __init__(self, device: str = "cpu", policy: Any = None, max_new_tokens: int = 4) -> None:
-        from coevo.recipes.vgopd.casa.attack import _smollm2_policy, smollm2_weights_id
+        from coevo.recipes.vgopd.casa.attack import smollm2_policy, smollm2_weights_id
         from coevo.verify.judge import JUDGE_CODE_VERSION, PROMPTS
         from coevo.worlds.criteria import CriteriaWorld
 
         self.world = CriteriaWorld(judge={"base_url": "local:smollm2", "model": "smollm2"})
-        self.policy = policy or _smollm2_policy("judge", device)
+        self.policy = policy or smollm2_policy("judge", device)
         self.max_new_tokens = max_new_tokens
         self.version = _hashed({"kind": self.kind, "backend": "hf", "model": "smollm2",
                                 "weights_id": smollm2_weights_id(), "prompt_version": "judge-v1",
