@@ -26,11 +26,11 @@ PREC = {"mech": 0.877, "evid": 0.782}
 KINDS = ["numeric_unit", "sim_judge", "rule", "rule"]
 
 
-def _checks(rng, p_abstain: float):
+def _checks(rng, p_abstain: float, p_pass: float = 0.6):
     out = []
     for axis, ws in WEIGHTS.items():
         for j, w in enumerate(ws):
-            v = int(rng.random() < (0.3 if w < 0 else 0.6))
+            v = int(rng.random() < (0.3 if w < 0 else p_pass))
             if rng.random() < p_abstain:
                 out.append(Check(f"{axis}{j}", axis, w, None, ["timeout", "unparsable", "judge-unknown"][j % 3],
                                  KINDS[j]))
@@ -39,7 +39,8 @@ def _checks(rng, p_abstain: float):
     return out
 
 
-def write_run(run_dir, arm: str, p_abstain: float, steps: int = 6, seed: int = 0, discount="one_minus_precision"):
+def write_run(run_dir, arm: str, p_abstain: float, steps: int = 6, seed: int = 0, discount="one_minus_precision",
+              p_pass: float = 0.6):
     """A run directory whose ledger holds CASA rows of ``steps`` x 3 prompts x one group of 4."""
     rng = np.random.default_rng(seed)
     rc = np.random.default_rng(seed + 1)  # the recheck draws: the verdicts stay identical across arms
@@ -56,7 +57,7 @@ def write_run(run_dir, arm: str, p_abstain: float, steps: int = 6, seed: int = 0
                 experts = {"x": {f"{a}{j}": int(rng.random() < 0.7) for a, ws in WEIGHTS.items() for j in range(len(ws))},
                            "y": {f"{a}{j}": (None if rng.random() < 0.2 else int(rng.random() < 0.5))
                                  for a, ws in WEIGHTS.items() for j in range(len(ws))}}
-                group = [_checks(rng, p_abstain) for _ in range(4)]
+                group = [_checks(rng, p_abstain, p_pass) for _ in range(4)]
                 out = self_check_group(step, f"t{t}/g0", group, experts, cfg)
                 for k, checks in enumerate(group):
                     gates = out[arm]["gates"][k]
@@ -158,10 +159,12 @@ def test_predictions_three_arms(arms, tmp_path):
     assert P["CASA-P1"]["verdict"].startswith("holds")
     p2 = P["CASA-P2"]
     assert p2["verdict"] == "holds" and p2["value"] == 0.0 and set(p2["extra"]["per_pair"]) == {"A-B", "A-C", "B-C"}
-    p3 = P["CASA-P3"]
-    assert p3["value"] < 1.0 and p3["ci_high"] < 1.0 and p3["verdict"] == "holds"
-    assert p3["extra"]["new_effective_over_raw"] == pytest.approx(1 - 0.877, abs=0.1)
-    assert p3["extra"]["n_rechecked"] == p3["extra"]["n_new_entries"] > 0
+    p3 = P["CASA-P3"]  # the same rollouts in A and C: C's set contains A's, so its weight is >= A's -> fails
+    assert p3["value"] > 0 and p3["ci_low"] >= 0 and p3["verdict"] == "termination line crossed"
+    within = p3["extra"]["within_c"]  # the old, trivially holding statistic, kept as a detail
+    assert within["effective_over_undiscounted"] < 1.0 and within["ratio_ci"][1] < 1.0
+    assert within["new_effective_over_raw"] == pytest.approx(1 - 0.877, abs=0.1)
+    assert within["n_rechecked"] == within["n_new_entries"] > 0
     p4 = P["CASA-P4"]
     assert p4["value"] == pytest.approx(1 / 40) and "termination line crossed" in p4["verdict"]
     assert "point estimate only" in p4["verdict"]  # Wilson upper of 1/40 reaches past 8%
@@ -171,7 +174,8 @@ def test_predictions_null_and_single_arm(tmp_path):
     run = write_run(tmp_path / "null", "A", 0.0, steps=3)
     P = {p["id"]: p for p in evaluate_casa_predictions([run])}
     assert P["CASA-P1"]["value"] == 0.0 and "termination line crossed" in P["CASA-P1"]["verdict"]
-    assert P["CASA-P2"]["verdict"] == "holds" and P["CASA-P2"]["extra"]["max_abs_difference"] == 0.0
+    # one arm: r - r~ is identically 0 on its zero-abstention rows, so P2 is no test there
+    assert P["CASA-P2"]["status"] == "not evaluable" and "same seed" in P["CASA-P2"]["reason"]
     assert P["CASA-P3"]["status"] == "not evaluable" and "arm-C" in P["CASA-P3"]["reason"]
     assert P["CASA-P4"]["status"] == "not evaluable"
     (run / "stress.json").write_text(json.dumps([{"kind": "sandbox_py", "n": 40, "broken": 2},
@@ -192,7 +196,7 @@ def test_audit_runs_wires_casa_predictions(arms):
 
     res = audit_runs([arms["A"], arms["C"]], predictions=True)
     ids = [p["id"] for p in res["predictions"]]
-    assert ids[:6] == ["P1", "P2", "P3", "P4", "P5", "P6"] and ids[6:] == ["CASA-P1", "CASA-P2", "CASA-P3", "CASA-P4"]
+    assert [i for i in ids if i.startswith("CASA-")] == ["CASA-P1", "CASA-P2", "CASA-P3", "CASA-P4"]
     assert not any(re.search("evaluation failed", p.get("reason", "")) for p in res["predictions"])
 
 
@@ -209,3 +213,41 @@ def test_cli_casa_predictions(arms, tmp_path):
     assert P["CASA-P4"]["value"] == pytest.approx(0.3) and P["CASA-P4"]["extra"]["by_kind"]["sim_judge"]["broken"] == 3
     bad = CliRunner().invoke(app, ["casa", "predictions", str(tmp_path / "nope")])
     assert bad.exit_code == 2 and "run directory not found" in bad.output
+
+
+def test_p2_fails_when_arms_differ_on_zero_abstention_groups(arms, tmp_path):
+    import shutil
+
+    import duckdb
+
+    b2 = tmp_path / "B-shifted"
+    shutil.copytree(arms["B"], b2)
+    con = duckdb.connect(str(b2 / "ledger.duckdb"))
+    con.execute("UPDATE criterion_scores SET reward = reward + 0.1")  # a bug: B's rewards off by 0.1 everywhere
+    con.close()
+    p2 = {p["id"]: p for p in evaluate_casa_predictions([arms["A"], b2])}["CASA-P2"]
+    assert p2["verdict"].startswith("fails") and p2["value"] == pytest.approx(-0.1)
+    assert p2["extra"]["per_pair"]["A-B"]["ci_high"] < 0
+
+
+def test_p3_holds_when_c_teaches_less_weight_than_a(tmp_path):
+    # arm A's student fails more criteria (pass rate 0.3 against C's 0.6) on the same prompts: more licences
+    a = write_run(tmp_path / "A", "A", 0.05, p_pass=0.3)
+    c = write_run(tmp_path / "C", "C", 0.05)
+    p3 = {p["id"]: p for p in evaluate_casa_predictions([a, c])}["CASA-P3"]
+    assert p3["value"] < 0 and p3["ci_high"] < 0 and p3["verdict"] == "holds"
+    assert p3["extra"]["pairs"] == ["C vs A at seed 0"] and p3["extra"]["no_drop"]["tested"] is False
+
+
+def test_p3_no_drop_fails_on_a_held_out_drop(tmp_path):
+    runs = []
+    for seed, (acc_a, acc_c) in enumerate(((0.6, 0.3), (0.55, 0.25), (0.62, 0.3))):
+        for arm, acc, pp in (("A", acc_a, 0.3), ("C", acc_c, 0.6)):
+            d = write_run(tmp_path / f"{arm}{seed}", arm, 0.05, steps=2, seed=seed, p_pass=pp)
+            (d / "summary.json").write_text(json.dumps({"rounds": [{"solver_eval_accuracy": {
+                "overall": acc, "by_difficulty": {"cm-mm": acc}}}], "eval_n_by_difficulty": {"cm-mm": 20}}))
+            runs.append(d)
+    p3 = {p["id"]: p for p in evaluate_casa_predictions(runs)}["CASA-P3"]
+    nd = p3["extra"]["no_drop"]
+    assert nd["tested"] and nd["drop"] and nd["mean"] == pytest.approx(-0.92 / 3)
+    assert p3["verdict"].startswith("fails: held-out accuracy drops")

@@ -4,10 +4,13 @@ CASA proposal §predictions (with its reverse qualifications):
 
 * P1  p95(phi) >= 0.10: the abstention channel is a main effect; < 0.02: falsified (the claim shrinks
       to the bank-construction and extension channels);
-* P2  the 95% interval of the arms' difference on the zero-abstention subset covers 0;
-* P3  (as corrected in the seed) C's discounted effective licensed weight is significantly below the
-      undiscounted weight A's rule gives the same licences, plus the pass rate of C's newly licensed
-      entries on deterministic recomputation;
+* P2  the 95% interval of the arms' difference on the zero-abstention subset covers 0: runs of two arms
+      at the same seed (same prompts), paired by (seed, step, prompt, group, axis); one arm: not evaluable
+      (r - r~ is identically 0 on zero-abstention rows of one run);
+* P3  (as corrected in the seed) C's discounted effective licensed weight is significantly below A's
+      undiscounted weight (runs at the same seed), no drop on a held-out set (the family of
+      ``world.options.train_exclude``, else the whole held-out set), plus the pass rate of C's newly
+      licensed entries on deterministic recomputation;
 * P4  break rates per verifier kind against ImpossibleRubrics' 8-26%; the bank-bottleneck claim fails
       if the deterministic kinds break 0% and llm_judge < 8%.  Reads the JSON written by
       ``coevo stress`` (``stress`` argument, else ``stress.json`` in a run directory).
@@ -34,8 +37,9 @@ __all__ = ["CLAIMS", "DETERMINISTIC_KINDS", "JUDGE_KINDS", "load_casa_runs", "ev
 
 CLAIMS = {
     "CASA-P1": "p95(phi) >= 0.10: the abstention channel is a main effect (CASA proposal)",
-    "CASA-P2": "95% interval of the arms' reward difference on the zero-abstention subset covers 0",
-    "CASA-P3": "arm C's discounted effective licensed weight is significantly below the undiscounted weight",
+    "CASA-P2": "95% interval of the arms' reward difference on the zero-abstention subset covers 0 (same prompts)",
+    "CASA-P3": "arm C's discounted effective licensed weight is significantly below arm A's undiscounted weight, "
+               "with no drop on a held-out set",
     "CASA-P4": "break rates per verifier kind vs ImpossibleRubrics' 8-26%",
 }
 DETERMINISTIC_KINDS = ("numeric_unit", "sympy_equiv", "sandbox_py", "rule", "integer")
@@ -67,12 +71,17 @@ def _res(p: str, value, lo, hi, n: int, unit: str, verdict: str, line: str, **ex
 
 
 def load_casa_runs(run_dirs: Sequence[Path]) -> List[dict]:
-    """Per run with criterion_scores rows: run_dir, arm, the scores and gates columns as arrays."""
+    """Per run with criterion_scores rows: run_dir, arm, label (``C(1-p)`` / ``C(p)`` for C's two
+    discounts), seed, the held-out accuracy (summary.json: overall and of the held-out family, the
+    conversions of ``world.options.train_exclude``), the scores and gates columns as arrays."""
+    from coevo.audit.data import read_config
+
     out = []
     for rd in run_dirs:
         led = open_ledger(Path(rd))
         try:
-            run_id = views.run_info(led)["run_id"]
+            info = views.run_info(led)
+            run_id = info["run_id"]
             sc = casa_views.criterion_score_columns(led, run_id)
             gt = casa_views.gate_columns(led, run_id)
         finally:
@@ -80,9 +89,27 @@ def load_casa_runs(run_dirs: Sequence[Path]) -> List[dict]:
         if not sc["step"]:
             continue
         arms = sorted({a for a in sc["arm"] if a})
-        out.append({"run_dir": str(rd), "arm": arms[0] if len(arms) == 1 else "/".join(arms), "scores": sc,
-                    "gates": gt})
+        arm = arms[0] if len(arms) == 1 else "/".join(arms)
+        cfg = read_config(Path(rd), info)
+        disc = (cfg.get("casa") or {}).get("discount")
+        label = {"one_minus_precision": "C(1-p)", "precision": "C(p)"}.get(disc, arm) if arm == "C" else arm
+        out.append({"run_dir": str(rd), "arm": arm, "label": label, "seed": info.get("seed", cfg.get("seed")),
+                    "heldout": _heldout(Path(rd), cfg), "scores": sc, "gates": gt})
     return out
+
+
+def _heldout(rd: Path, cfg: dict) -> Dict[str, Any]:
+    """{overall, family, family_name, n_family} of the run's last evaluation ({} without summary.json)."""
+    try:
+        s = json.loads((rd / "summary.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    acc = (s.get("rounds") or [{}])[-1].get("solver_eval_accuracy") or {}
+    fam = list(((cfg.get("world") or {}).get("options") or {}).get("train_exclude") or [])
+    by, n_by = acc.get("by_difficulty") or {}, s.get("eval_n_by_difficulty") or {}
+    n_f = sum(int(n_by.get(f, 0)) for f in fam)
+    val = (sum(by[f] * int(n_by.get(f, 0)) for f in fam if f in by) / n_f) if fam and n_f else None
+    return {"overall": acc.get("overall"), "family": val, "family_name": "+".join(fam) or None, "n_family": n_f}
 
 
 def _batches(runs, key: str) -> np.ndarray:
@@ -120,58 +147,41 @@ def _zero_groups(sc: dict) -> Dict[tuple, float]:
     return {k: float(np.mean([x for _, x in v])) for k, v in acc.items() if all(n == 0 for n, _ in v)}
 
 
-def _within_run_p2(runs) -> dict:
-    d, b = [], []
-    for i, r in enumerate(runs):
-        sc = r["scores"]
-        for s, na, rr, rt in zip(sc["step"], sc["n_abstained"], sc["r"], sc["r_tilde"]):
-            if int(na or 0) == 0:
-                d.append((0.0 if rr is None or not np.isfinite(rr) else float(rr)) - float(rt))
-                b.append(f"{i}:{s}")
-    if not d:
-        return _na("CASA-P2", "no (rollout, axis) row without abstention")
-    x = np.asarray(d)
-    bs = bootstrap_stat(x, np.asarray(b, dtype=object), lambda v: float(v.mean()), n_boot=N_BOOT)
-    lo, hi = (bs["ci_low"], bs["ci_high"]) if np.isfinite(bs["ci_low"]) else (float(x.min()), float(x.max()))
-    cov = lo <= 0.0 <= hi
-    return _res("CASA-P2", float(x.mean()), lo, hi, x.size, "share (difference)",
-                "holds" if cov else "fails: the interval excludes 0 (noise or a bug)",
-                "A's reward r minus B/C's reward r~ on each zero-abstention row of each run",
-                interval="batch bootstrap over (run, step)", max_abs_difference=float(np.abs(x).max()),
-                note="one arm per run given: compares the arms' rewards recorded on the same rows; gates were "
-                     "compared by the run-time self-check")
-
-
 def _p2(runs) -> dict:
-    arms = sorted({r["arm"] for r in runs})
-    if len(arms) < 2:
-        return _within_run_p2(runs)
+    """CASA-P2 across arms on the same prompts: runs of two arms at the same seed share their prompts and,
+    on groups where no rollout abstained in either, must give the same rewards (CASA proposal: a difference
+    there is noise or a bug).  Within one run r - r~ is identically 0 on such rows, so one arm is not a test."""
+    labels = sorted({r["label"] for r in runs})
+    if len(labels) < 2:
+        return _na("CASA-P2", "needs runs of >= 2 arms at the same seed (same prompts); within one run r - r~ is "
+                   f"identically 0 on zero-abstention rows; arms given: {labels}")
     per_pair, all_ok, worst = {}, True, None
-    for i, a in enumerate(arms):
-        for b in arms[i + 1:]:
-            ga = {k: v for r in runs if r["arm"] == a for k, v in _zero_groups(r["scores"]).items()}
-            gb = {k: v for r in runs if r["arm"] == b for k, v in _zero_groups(r["scores"]).items()}
+    for i, a in enumerate(labels):
+        for b in labels[i + 1:]:
+            ga = {(r["seed"], *k): v for r in runs if r["label"] == a for k, v in _zero_groups(r["scores"]).items()}
+            gb = {(r["seed"], *k): v for r in runs if r["label"] == b for k, v in _zero_groups(r["scores"]).items()}
             keys = sorted(set(ga) & set(gb), key=str)
             if not keys:
                 continue
             diff = np.array([ga[k] - gb[k] for k in keys])
-            bs = bootstrap_stat(diff, np.array([str(k[0]) for k in keys], dtype=object), lambda v: float(v.mean()),
-                                n_boot=N_BOOT)
+            bs = bootstrap_stat(diff, np.array([f"{k[0]}:{k[1]}" for k in keys], dtype=object),
+                                lambda v: float(v.mean()), n_boot=N_BOOT)
             lo, hi = bs["ci_low"], bs["ci_high"]
-            if not np.isfinite(lo):  # one step only: Wald over groups
+            if not np.isfinite(lo):  # one (seed, step) only: Wald over groups
                 se = float(diff.std(ddof=1) / np.sqrt(diff.size)) if diff.size > 1 else 0.0
                 lo, hi = float(diff.mean() - Z95 * se), float(diff.mean() + Z95 * se)
             per_pair[f"{a}-{b}"] = {"mean": float(diff.mean()), "ci_low": lo, "ci_high": hi, "n_groups": diff.size}
             all_ok &= lo <= 0.0 <= hi
             if worst is None or abs(diff.mean()) > abs(per_pair[worst]["mean"]):
                 worst = f"{a}-{b}"
-    if worst is None:  # no zero-abstention group shared by two arms' runs: compare within each run
-        return _within_run_p2(runs)
+    if worst is None:
+        return _na("CASA-P2", "no zero-abstention group shared by two arms' runs at the same seed")
     w = per_pair[worst]
     return _res("CASA-P2", w["mean"], w["ci_low"], w["ci_high"], w["n_groups"], "share (difference)",
                 "holds" if all_ok else "fails: an interval excludes 0 (noise or a bug on the zero-abstention subset)",
                 f"reported pair: {worst} (largest |mean|); every pair's interval must cover 0",
-                per_pair=per_pair, interval="paired by (step, prompt, group, axis); batch bootstrap over steps")
+                per_pair=per_pair, interval="paired by (seed, step, prompt, group, axis); batch bootstrap over "
+                "(seed, step)")
 
 
 def _entries_ratio(w: np.ndarray, raw: np.ndarray, batch: np.ndarray) -> tuple:
@@ -181,33 +191,88 @@ def _entries_ratio(w: np.ndarray, raw: np.ndarray, batch: np.ndarray) -> tuple:
     return float(w.sum() / raw.sum()), bs["ci_low"], bs["ci_high"]
 
 
-def _p3(runs) -> dict:
-    cr = [(i, r) for i, r in enumerate(runs) if r["arm"] == "C"]
-    if not cr:
-        return _na("CASA-P3", f"needs an arm-C run (casa.arm=C); arms given: {sorted({r['arm'] for r in runs})}")
-    g = {k: np.concatenate([np.asarray(r["gates"][k], dtype=object) for _, r in cr]) for k in
+def _within_c(cr) -> dict:
+    """Over the arm-C runs' licences: effective / undiscounted weight (what A's rule would give the same
+    licences; < 1 whenever C licenses through an abstention) and the new entries' oracle pass rate."""
+    g = {k: np.concatenate([np.asarray(r["gates"][k], dtype=object) for r in cr]) for k in
          ("step", "channel", "weight", "raw_weight", "recheck")}
-    batch = np.concatenate([np.array([f"{i}:{s}" for s in r["gates"]["step"]], dtype=object) for i, r in cr])
+    batch = np.concatenate([np.array([f"{i}:{s}" for s in r["gates"]["step"]], dtype=object) for i, r in enumerate(cr)])
     w, raw = g["weight"].astype(float), g["raw_weight"].astype(float)
     if w.size == 0 or raw.sum() <= 0:
-        return _na("CASA-P3", "the arm-C runs licensed no expert")
+        return {"n_licences": 0}
     ratio, lo, hi = _entries_ratio(w, raw, batch)
-    j = judge(ratio, lo, hi, ("<", 1.0), [])
     new = g["channel"] == "abstention"
     rc = np.array([x for x in g["recheck"][new] if x is not None], dtype=float)
     p = float(rc.mean()) if rc.size else float("nan")
     plo, phi_ = wilson_interval(p, rc.size) if rc.size else (float("nan"), float("nan"))
-    a_rows = [r["scores"] for r in runs if r["arm"] == "A"]
-    a_w = np.concatenate([float_array(s["w_licensed_raw"]) for s in a_rows]) if a_rows else np.array([])
-    c_w = np.concatenate([float_array(r["scores"]["w_licensed"]) for _, r in cr])
-    return _res("CASA-P3", ratio, lo, hi, int(w.size), "share", j["verdict"], j["line"],
-                interval="batch bootstrap over (run, step) of sum(effective) / sum(undiscounted)",
-                n_new_entries=int(new.sum()), new_share_of_raw_weight=float(raw[new].sum() / raw.sum()),
-                new_effective_over_raw=finite(w[new].sum() / raw[new].sum()) if new.any() else None,
-                new_pass_rate=finite(p), new_pass_ci=[finite(plo), finite(phi_)], n_rechecked=int(rc.size),
-                mean_licensed_weight_per_row={"C_effective": finite(c_w.mean()) if c_w.size else None,
-                                              "A_undiscounted": finite(a_w.mean()) if a_w.size else None},
-                note="counting rates cannot test P3 (C's gate set contains A's); value 1 = no discount effect")
+    return {"n_licences": int(w.size), "effective_over_undiscounted": ratio, "ratio_ci": [lo, hi],
+            "n_new_entries": int(new.sum()), "new_share_of_raw_weight": float(raw[new].sum() / raw.sum()),
+            "new_effective_over_raw": finite(w[new].sum() / raw[new].sum()) if new.any() else None,
+            "new_pass_rate": finite(p), "new_pass_ci": [finite(plo), finite(phi_)], "n_rechecked": int(rc.size)}
+
+
+def _step_means(sc: dict, col: str) -> Dict[int, float]:
+    acc: Dict[int, list] = {}
+    for s, v in zip(sc["step"], sc[col]):
+        acc.setdefault(int(s), []).append(0.0 if v is None else float(v))
+    return {s: float(np.mean(v)) for s, v in acc.items()}
+
+
+def _no_drop(pairs) -> dict:
+    """C - A held-out accuracy per seed (the held-out family where ``train_exclude`` names one, else
+    the whole held-out set); a drop = the t interval over seeds lies wholly below 0."""
+    from coevo.experiments.claims import seed_interval
+
+    use = "family" if all(c["heldout"].get("family") is not None and a["heldout"].get("family") is not None
+                          for c, a in pairs) else "overall"
+    d = [c["heldout"][use] - a["heldout"][use] for c, a in pairs
+         if c["heldout"].get(use) is not None and a["heldout"].get(use) is not None]
+    if not d:
+        return {"tested": False, "why": "no summary.json with held-out accuracy"}
+    est = seed_interval(d)
+    drop = bool(est.get("ci_high") is not None and np.isfinite(est.get("ci_high", np.nan)) and est["ci_high"] < 0)
+    name = pairs[0][0]["heldout"].get("family_name") if use == "family" else "the whole held-out set"
+    return {"tested": len(d) >= 2, "set": name, "n_prompts": pairs[0][0]["heldout"].get("n_family") if use == "family"
+            else None, "differences": d, "mean": est["estimate"], "ci": [est.get("ci_low"), est.get("ci_high")],
+            "drop": drop}
+
+
+def _p3(runs) -> dict:
+    """CASA-P3 as the CASA proposal states it: C's discounted effective licensed weight against A's
+    undiscounted weight, on the same prompts (runs at the same seed), per (rollout, axis) row and step;
+    plus "no drop" on a held-out set the student is not trained on, and the new entries' oracle pass rate.
+    On identical rollouts C's weight is >= A's (C's gate set contains A's, its failure entries are not
+    discounted), so the statistic falls below 0 only through what training did to the two students."""
+    cr = [r for r in runs if r["arm"] == "C"]
+    if not cr:
+        return _na("CASA-P3", f"needs an arm-C run (casa.arm=C); arms given: {sorted({r['arm'] for r in runs})}")
+    a_by_seed = {r["seed"]: r for r in runs if r["arm"] == "A"}
+    pairs = [(c, a_by_seed[c["seed"]]) for c in cr if c["seed"] in a_by_seed]
+    within = _within_c(cr)
+    if not pairs:
+        return _na("CASA-P3", "needs an arm-A run at the seed of an arm-C run (C's effective licensed weight is "
+                   f"compared with A's undiscounted weight on the same prompts); within C: {_clean(within)}")
+    d, cl = [], []
+    for c, a in pairs:
+        mc, ma = _step_means(c["scores"], "w_licensed"), _step_means(a["scores"], "w_licensed_raw")
+        for s in sorted(set(mc) & set(ma)):
+            d.append(mc[s] - ma[s])
+            cl.append(f"{c['label']}:{c['seed']}:{s}")
+    x = np.asarray(d)
+    bs = bootstrap_stat(x, np.asarray(cl, dtype=object), lambda v: float(v.mean()), n_boot=N_BOOT)
+    j = judge(float(x.mean()), bs["ci_low"], bs["ci_high"], ("<", 0.0),
+              [(">=", 0.0, "C's discounted licences weigh at least as much as A's: the discount does not offset the "
+                "entries C adds")])
+    nd = _no_drop(pairs)
+    verdict = j["verdict"]
+    if nd.get("drop"):
+        verdict = f"fails: held-out accuracy drops ({nd['set']}: C - A {nd['mean']:+.3f}, interval below 0)"
+    return _res("CASA-P3", float(x.mean()), bs["ci_low"], bs["ci_high"], x.size, "weight per (rollout, axis) row",
+                verdict, j["line"], interval="batch bootstrap over (C run, seed, step) of mean(C effective) - "
+                "mean(A undiscounted)", pairs=[f"{c['label']} vs A at seed {c['seed']}" for c, a in pairs],
+                no_drop=nd, within_c=within,
+                note="value < 0: C teaches less weight than A; the within-C ratio (what A's rule would give C's own "
+                     "licences) is < 1 whenever C licenses through an abstention and is no test")
 
 
 def stress_break_rates(path: Path) -> Dict[str, Dict[str, Any]]:

@@ -29,7 +29,8 @@ class CasaConfig(BaseModel):
                                         "criteria gate through the low-confidence channel")
     delta: float = Field(0.5, ge=0.0, lt=1.0, description="licensing threshold: Delta' = V(x,y_k) - V(x,y) > delta")
     delta_abstain: float = Field(0.75, ge=0.0, lt=1.0, description="arm C: threshold delta_A > delta for "
-                                 "abstained criteria")
+                                 "abstained criteria (inert with 0/1 verdicts: Delta' is 0 or 1, so any delta_A "
+                                 "< 1 licenses as delta does; docs/casa.md)")
     discount: Optional[Literal["one_minus_precision", "precision"]] = Field(
         None, validate_default=True, description="arm C: abstention-channel weight x (1 - precision_axis) or "
         "x precision_axis; required when arm = C (no default)")
