@@ -36,7 +36,7 @@ from typing import Callable, Dict, Optional, Sequence
 
 import numpy as np
 
-__all__ = ["Claim", "SeedSample", "ClusteredSample", "seed_interval", "clustered_interval", "mde",
+__all__ = ["Claim", "SeedSample", "ClusteredSample", "PointSample", "seed_interval", "clustered_interval", "mde",
            "verdict", "magnitude", "evaluate", "over_seeds", "paired_by_seed", "t_quantile"]
 
 ALPHA, POWER = 0.05, 0.80
@@ -64,6 +64,25 @@ class ClusteredSample:
     values: Sequence[float]
     clusters: Sequence
     method: str = "clustered"
+
+
+@dataclass(frozen=True)
+class PointSample:
+    """A statistic that carries its own 95 % interval (e.g. a bootstrap of a range over seeds, which is no
+    mean): estimate, interval and n as given; MDE = (t_0.975 + t_0.80) SE with SE = interval width / 3.92
+    (the normal interval's), df = inf."""
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+    n: int
+    method: str = "interval of the statistic"
+
+
+def point_interval(s: PointSample) -> dict:
+    se = (s.ci_high - s.ci_low) / (2 * t_quantile(1 - ALPHA / 2, math.inf))
+    return {"estimate": float(s.estimate), "ci_low": float(s.ci_low), "ci_high": float(s.ci_high), "se": se,
+            "df": math.inf, "n": int(s.n), "mde": mde(se, math.inf)}
 
 
 def seed_interval(values: Sequence[float]) -> dict:
@@ -157,6 +176,8 @@ def evaluate(claim: Claim, runs) -> dict:
     s = claim.sample(runs)
     if isinstance(s, ClusteredSample):
         est = clustered_interval(s.values, s.clusters)
+    elif isinstance(s, PointSample):
+        est = point_interval(s)
     else:
         est = seed_interval([s.values[k] for k in sorted(s.values)])
         est["per_seed"] = {str(k): s.values[k] for k in sorted(s.values)}

@@ -6,7 +6,8 @@ The folder: ``recipe.py`` (the joint step), ``config.py`` (sections ``synco``, `
 ``state.py`` (per-task state), ``validate.py`` (SynCo's validator rho and the consensus check),
 ``arms.py`` / ``k_arm.py`` (the Synthesizer reward per arm, the budget-matched arm),
 ``report.py`` (teachable-quality section), ``doubt.py`` (the reference-in-doubt export/import),
-``predictions.py`` (the RGBC proposal's P1-P6 in ``coevo audit --predictions``).
+``predictions.py`` (the RGBC proposal's P1-P6 in ``coevo audit --predictions``), ``experiments.py``
+(``coevo experiment rgbc-arms``).
 The instruments (kappa-bar, nu-bar, lag) are the core's ``coevo.audit.screen_confirm``: imported
 verl and R-Zero runs are audited with them too.
 """
@@ -33,6 +34,7 @@ RECIPES = {
                         report_sections=("coevo.recipes.rgbc.report:section",),
                         optional_summary_columns=_TRUTH_COLS,
                         commands=("coevo.recipes.rgbc.commands:register",),
+                        pretrain="coevo.recipes.rgbc.pretrain:ASSETS",
                         predictions=_PREDICTIONS,
                         description="SynCo: Synthesizer + Reasoner, validator, consensus, T(mu_1)"),
     "rgbc": RecipeInfo(name="rgbc", factory="coevo.recipes.rgbc.recipe:RGBCRecipe", roles=_ROLES,
@@ -40,5 +42,6 @@ RECIPES = {
                        summary_columns=_COLS, column_names=COLUMN_NAMES,
                         report_sections=("coevo.recipes.rgbc.report:section",),
                        optional_summary_columns=_TRUTH_COLS, predictions=_PREDICTIONS,
+                       experiments={"rgbc-arms": "coevo.recipes.rgbc.experiments:EXPERIMENT"},
                        description="SynCo + RGBC: screen/confirm, kappa discount, nu, lag; arms synco|mu_tilde|full"),
 }

@@ -373,12 +373,14 @@ def _p6(datas, audits) -> dict:
                 note="the single-shot bearing rate of each baseline run; a range estimated from few seeds is biased low")
 
 
-def evaluate_predictions(run_dirs: Sequence[Path], stress=None) -> List[dict]:
+def evaluate_predictions(run_dirs: Sequence[Path], stress=None, only: Optional[Sequence[str]] = None) -> List[dict]:
     """P1-P6 (and P4-null) of the RGBC proposal pooled over ``run_dirs`` (``RecipeInfo.predictions`` of the
-    synco and rgbc recipes; ``stress`` is unused)."""
+    synco and rgbc recipes; ``stress`` is unused); ``only``: the ids to evaluate (default all)."""
     datas, audits = _load([Path(r) for r in run_dirs])
     out = []
-    for f in (_p1, _p2, _p3, _p4, _p4_null, _p5, _p6):
+    fns = (_p1, _p2, _p3, _p4, _p4_null, _p5, _p6)
+    ids = ("P1", "P2", "P3", "P4", "P4-null", "P5", "P6")
+    for f in (f for f, i in zip(fns, ids) if only is None or i in only):
         try:
             out.append(f(datas, audits))
         except Exception as e:  # noqa: BLE001 - a prediction that crashes is reported, not hidden

@@ -116,9 +116,29 @@ def teachable_numbers(led, run_id: str) -> dict:
     budget = {key: int(sum((m.get("rollouts") or {}).get(key, 0) for m in metrics.values()))
               for key in ("consensus", "screen", "confirm_train", "instrument", "audit_oracle", "train_total")}
     return {"recipe": info["recipe"], "arm": rows[0]["arm"] if rows else None, "k": k, "mid_band": list(band),
+            "no_truth": no_truth_split(rows),
             "per_step": per_step, "overall": overall, "nu_detector": det, "consensus_detector": det_c,
             "in_doubt_n": len(mode_right), "budget": budget, "rollouts_by_purpose": views.rollout_counts(led, run_id),
             "n_extra_tasks": int(sum(m.get("n_extra_tasks", 0) for m in metrics.values()))}
+
+
+def no_truth_split(rows: list[dict]) -> dict:
+    """All-wrong tasks (mu_1 = 0: no screen answer matches the reference) as their own no-truth split, not
+    pooled (RGBC proposal, the mode anchor is meaningless where all K answers are wrong): their count and
+    share of the accepted tasks and, where the world has an oracle, the wrong-reference rate among them beside
+    the rate among the other accepted tasks."""
+    acc = [r for r in rows if r["mu_screen"] is not None]
+    zero = [r for r in acc if r["mu_screen"] == 0]
+    rest = [r for r in acc if r["mu_screen"] != 0]
+
+    def wrong(rs):
+        known = [r for r in rs if r.get("reference_correct") is not None]
+        return sum(1 for r in known if not r["reference_correct"]), (
+            sum(1 for r in known if not r["reference_correct"]) / len(known) if known else None)
+
+    nw, rate = wrong(zero)
+    return {"n_accepted": len(acc), "n": len(zero), "share": len(zero) / len(acc) if acc else None,
+            "n_wrong_ref": nw, "wrong_ref_rate": rate, "wrong_ref_rate_rest": wrong(rest)[1]}
 
 
 def _plot(nums: dict) -> str:
@@ -203,6 +223,11 @@ def section(led, run_id: str, run_dir: Path) -> str:
                                   ("in doubt | all accepted tasks", d["in_doubt_all_accepted"]),
                                   ("consensus rejection | consensus-checked", cd))],
                  ["flag", "flagged", "wrong refs (oracle)", "both", "precision", "recall"])
+    nt = nums["no_truth"]
+    no_truth = table_html([[nt["n_accepted"], nt["n"], _f(nt["share"]), nt["n_wrong_ref"], _f(nt["wrong_ref_rate"]),
+                            _f(nt["wrong_ref_rate_rest"])]],
+                          ["accepted", "all-wrong (mu_1 = 0)", "share", "wrong refs among them (oracle)",
+                           "wrong-ref rate | all-wrong", "wrong-ref rate | the rest"])
     arm = html.escape(str(nums["arm"]))
     lag_null = _lag_null_html(led, run_id)
     return f"""<h2>Teachable-quality report (RGBC proposal) · arm {arm}</h2>
@@ -217,6 +242,10 @@ mu_pre - mu_post on the same tasks around the Reasoner update. See docs/rgbc.md.
 the screen bearing rate.</p>
 <h3>Per step: instrument beside truth</h3>{table_html(body, head)}
 {lag_null}
+<h3>No-truth split: all-wrong tasks (mu_1 = 0)</h3>{no_truth}
+<p class=note>No screen answer matches the reference, so neither the mode anchor nor nu says anything about these
+tasks (the RGBC proposal puts them in their own no-truth split, not pooled); the oracle says how many of their
+references are wrong.</p>
 <h3>nu and consensus as detectors of wrong references (oracle)</h3>{det}
 <p class=note>{d['wrong_refs_accepted']} accepted tasks had a wrong reference; {d['wrong_refs_in_nu_domain']} of them
 lie where nu is defined (0 &lt; mu &lt; 1). Wrong references the Reasoner never matches (mu = 0) are outside

@@ -1,0 +1,210 @@
+"""RGBC's arms over seeds (issue 23 item 1; RGBC proposal §technical route step 3): ``coevo experiment rgbc-arms``.
+
+Arms (all ``--recipe rgbc`` on the arithmetic world, tiny policies, the shipped CPU defaults):
+
+- ``synco``: SynCo's reward T(mu_1), budget-matched (``rgbc.budget=matched``: it spends the confirm budget
+  of the RGBC arms on extra tasks; ``SYNCO_MATCH``);
+- ``mu_tilde``: T(mu~) over screen + pre-update confirm, no kappa discount;
+- ``full``: T(mu~) omega(kappa) with mu~ over the pre-update screen and the post-update confirm group (the
+  default reading);
+- ``full_post``: T(mu_post) omega(kappa) (``rgbc.reward_mu=post``, the proposal's literal "T~ with mu_post as
+  its argument"; omega never bites there: kappa = 1[0 < mu_post < 1] and T(0) = T(1) = 0).
+
+Claims: ``P5`` (headline): the replicated productive rate P[g_1 = 1, g_2 = 1] over the screened tasks, full -
+synco, paired by seed (the proposal: >= +3 points); the same for full_post and mu_tilde; ``P6``: SynCo's
+seed-to-seed range of its productive rate minus the proposal's 2 points (bootstrap interval of the range);
+held-out accuracy per arm (measured) and its paired difference against synco.  Tables: each run's Reasoner
+rollouts (screen + training confirm; the budget match), the RGBC proposal's P1-P4 pooled over the grid with
+their intervals and verdicts (``coevo.recipes.rgbc.predictions``), kappa-bar / nu-bar / l-bar per step and arm
+(mean over seeds) with the oracle's truth beside each, and the no-truth split (all-wrong tasks, mu_1 = 0).
+"""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+
+from coevo.experiments.claims import Claim, PointSample, SeedSample, over_seeds, paired_by_seed
+from coevo.experiments.spec import Arm, Experiment
+
+ARMS = ("synco", "mu_tilde", "full", "full_post")
+BASE = "synco"
+P5_PAPER, P6_LINE = 0.03, 0.02
+
+
+@functools.lru_cache(maxsize=256)
+def run_facts(run_dir: str) -> dict:
+    """Per finished run (read once): the replicated productive rate, the Reasoner's rollouts and the
+    per-step teachable numbers (``coevo.recipes.rgbc.report.teachable_numbers``)."""
+    from coevo.ledger import views
+    from coevo.ledger.store import open_run_ledger
+    from coevo.recipes.rgbc.report import teachable_numbers
+
+    led = open_run_ledger(Path(run_dir))
+    try:
+        run_id = views.run_info(led)["run_id"]
+        nums = teachable_numbers(led, run_id)
+        ts = views.task_stats_columns(led, run_id)
+    finally:
+        led.close()
+    return {"productive": productive_rate(ts.get("mu_screen", []), ts.get("mu_confirm", [])),
+            "rollouts": nums["budget"]["screen"] + nums["budget"]["confirm_train"], "budget": nums["budget"],
+            "per_step": nums["per_step"], "no_truth": nums.get("no_truth"), "overall": nums["overall"]}
+
+
+def productive_rate(mu_screen, mu_confirm):
+    """P[g_1 = 1 and g_2 = 1] over the screened tasks (a bearing task without a confirm group counts 0)."""
+    s = np.array([np.nan if v is None else v for v in mu_screen], dtype=float)
+    c = np.array([np.nan if v is None else v for v in mu_confirm], dtype=float)
+    ok = np.isfinite(s)
+    if not ok.any():
+        return None
+    both = (s > 0) & (s < 1) & np.isfinite(c) & (c > 0) & (c < 1)
+    return float(both[ok].mean())
+
+
+def _per_seed(runs, arm: str, key: str) -> dict:
+    return {s: v for s in runs.seeds(arm) if (v := run_facts(str(runs.run_dir(arm, s)))[key]) is not None}
+
+
+def paired_productive(arm: str):
+    def sample(runs) -> SeedSample:
+        a, b = _per_seed(runs, arm, "productive"), _per_seed(runs, BASE, "productive")
+        return SeedSample({s: a[s] - b[s] for s in sorted(set(a) & set(b))}, f"paired t over seeds ({arm} - {BASE})")
+    return sample
+
+
+def p6_sample(runs) -> PointSample:
+    """SynCo's seed-to-seed range of its productive rate minus 2 points, with the interval of
+    ``coevo.recipes.rgbc.predictions`` (bootstrap of the range, steps resampled within each run) shifted alike."""
+    from coevo.recipes.rgbc.predictions import evaluate_predictions
+
+    dirs = [runs.run_dir(BASE, s) for s in runs.seeds(BASE)]
+    p = next(q for q in evaluate_predictions(dirs, only=("P6",)) if q["id"] == "P6")
+    if p["status"] != "evaluated":
+        return PointSample(float("nan"), float("nan"), float("nan"), len(dirs), p["reason"])
+    return PointSample(p["value"] - P6_LINE, p["ci_low"] - P6_LINE, p["ci_high"] - P6_LINE, p["n"],
+                       "bootstrap of the range over seeds (steps resampled within each run), minus 2 pt")
+
+
+def heldout(s: dict):
+    return s["rounds"][-1]["solver_eval_accuracy"]["overall"]
+
+
+def _f(x, nd=3) -> str:
+    return "-" if x is None or (isinstance(x, float) and not np.isfinite(x)) else f"{x:.{nd}f}"
+
+
+def budget_table(runs) -> dict:
+    rows = []
+    for arm in runs.arms:
+        for seed in runs.seeds(arm):
+            f = run_facts(str(runs.run_dir(arm, seed)))
+            b = f["budget"]
+            base = run_facts(str(runs.run_dir(BASE, seed)))["rollouts"] if seed in runs.seeds(BASE) else None
+            rows.append([arm, seed, b["screen"], b["confirm_train"], f["rollouts"], _f(f["rollouts"] / base if base else None),
+                         b["consensus"], b["instrument"], b["audit_oracle"], _f(f["productive"])])
+    return {"head": ["arm", "seed", "screen", "confirm (training)", "Reasoner rollouts (screen + confirm)",
+                     "ratio to synco", "consensus", "instrument (audit-only)", "oracle audit (audit-only)",
+                     "replicated productive rate"], "rows": rows}
+
+
+def curves_table(runs) -> dict:
+    """kappa-bar, nu-bar, l-bar per step and arm, the mean over seeds, each beside the oracle's truth."""
+    rows = []
+    pairs = (("kappa_bar", "kappa_true"), ("nu_bar", "nu_true"), ("lag_bar", "lag_true"))
+    for arm in runs.arms:
+        per = [run_facts(str(runs.run_dir(arm, s)))["per_step"] for s in runs.seeds(arm)]
+        for step in sorted({p["step"] for ps in per for p in ps}):
+            cells = [arm, step]
+            for key, truth in pairs:
+                v = [p[key]["value"] for ps in per for p in ps if p["step"] == step and p.get(key)]
+                t = [p[truth] for ps in per for p in ps if p["step"] == step and p.get(truth) is not None]
+                n = sum(p[key]["n"] for ps in per for p in ps if p["step"] == step and p.get(key))
+                cells += [f"{_f(float(np.mean(v)) if v else None)} (n={n})", _f(float(np.mean(t)) if t else None)]
+            rows.append(cells)
+    return {"head": ["arm", "step", "kappa-bar", "true kappa", "nu-bar", "true wrong-ref | nu defined", "l-bar",
+                     "true lag"], "rows": rows}
+
+
+def no_truth_table(runs) -> dict:
+    rows = []
+    for arm in runs.arms:
+        for seed in runs.seeds(arm):
+            nt = run_facts(str(runs.run_dir(arm, seed)))["no_truth"] or {}
+            rows.append([arm, seed, nt.get("n_accepted", "-"), nt.get("n", "-"), _f(nt.get("share")),
+                         nt.get("n_wrong_ref", "-"), _f(nt.get("wrong_ref_rate")), _f(nt.get("wrong_ref_rate_rest"))])
+    return {"head": ["arm", "seed", "accepted", "all-wrong (mu_1 = 0)", "share", "wrong refs among them (oracle)",
+                     "wrong-ref rate | all-wrong", "wrong-ref rate | the rest"], "rows": rows}
+
+
+def predictions_table(runs) -> dict:
+    """The RGBC proposal's P1-P4 (and P4-null) pooled over every run of the grid, with their lines."""
+    from coevo.recipes.rgbc.predictions import evaluate_predictions
+
+    dirs = [runs.run_dir(a, s) for a in runs.arms for s in runs.seeds(a)]
+    rows = []
+    for p in evaluate_predictions(dirs, only=("P1", "P2", "P3", "P4", "P4-null")):
+        if p["status"] != "evaluated":
+            rows.append([p["id"], p["claim"], "-", "-", "not evaluable", p["reason"]])
+        else:
+            rows.append([p["id"], p["claim"], f"{_f(p['value'])} [{_f(p['ci_low'])}, {_f(p['ci_high'])}]", p["n"],
+                         p["verdict"], p["line"]])
+    return {"head": ["P", "claim", "value [95%]", "n", "verdict", "line"], "rows": rows}
+
+
+def tables(runs) -> dict:
+    return {"Reasoner rollouts per run (budget match)": budget_table(runs),
+            "RGBC proposal P1-P4 pooled over the grid": predictions_table(runs),
+            "kappa-bar, nu-bar, l-bar per step (mean over seeds) beside the oracle's truth": curves_table(runs),
+            "No-truth split: all-wrong tasks (mu_1 = 0), not pooled": no_truth_table(runs)}
+
+
+def _p5(arm: str, headline: bool, what: str) -> Claim:
+    return Claim(f"P5-{arm}", f"{what} raises the replicated productive rate over SynCo by >= 3 points at a matched "
+                 "budget (RGBC proposal P5)", f"P[g1 = 1, g2 = 1] over screened tasks, {arm} - {BASE}, paired by seed",
+                 paired_productive(arm), direction=1, paper_value=P5_PAPER, headline=headline, scale=100, unit=" pt",
+                 paper_note="the proposal's line (>= 3 points; < 1 point: two-stage sampling does not pay)")
+
+
+CLAIMS = [
+    _p5("full", True, "arm full (T(mu~) omega(kappa), mu~ over screen + post confirm)"),
+    _p5("full_post", False, "arm full with T(mu_post) omega(kappa)"),
+    _p5("mu_tilde", False, "arm mu_tilde (T(mu~), no kappa discount)"),
+    Claim("P6", "SynCo's seed-to-seed range of its productive rate is >= 2 points (RGBC proposal P6)",
+          "range over seeds of SynCo's single-shot bearing rate - 2 pt", p6_sample, direction=1, paper_value=None,
+          scale=100, unit=" pt", paper_note="reproduced: the range is firmly above 2 points; refuted: firmly below"),
+    *[Claim(f"heldout-{arm}", f"held-out accuracy of arm {arm} (last round, greedy)", f"held-out accuracy ({arm})",
+            over_seeds(arm, heldout), direction=0, scale=100, unit=" %") for arm in ARMS],
+    *[Claim(f"heldout-{arm}-vs-synco", f"arm {arm} against SynCo on held-out accuracy",
+            f"held-out accuracy, {arm} - {BASE}, paired by seed", paired_by_seed(arm, BASE, heldout), direction=1,
+            scale=100, unit=" pt", paper_note="the proposal's second main metric (benchmark average); no number")
+      for arm in ARMS if arm != BASE],
+]
+
+# the budget match of arm synco (docs/rgbc.md): the prior is the bearing rate the RGBC arms observe on this
+# world (0.39, not the proposal's 0.17), rounding remainders carried, 10 % more extra groups for its proposals'
+# lower validator + consensus pass rate
+SYNCO_MATCH = ("rgbc.budget_prior=0.39", "rgbc.budget_carry=true", "rgbc.budget_scale=1.1")
+CI = ("synco.rounds=1", "synco.steps_per_round=2", "synco.tasks_per_step=8", "synco.audit_samples=4",
+      "world.eval_per_level=5")
+
+EXPERIMENT = Experiment(
+    name="rgbc-arms",
+    description="SynCo against RGBC's arms (mu_tilde, full with mu~, full with mu_post) on the arithmetic world with "
+                "the tiny policies, budget-matched, over seeds: the replicated productive rate (P5), SynCo's seed "
+                "range (P6), P1-P4 pooled, held-out accuracy, and the instruments per step beside the oracle.",
+    arms=[Arm("synco", "cpu", ("recipe=rgbc", "rgbc.arm=synco") + SYNCO_MATCH),
+          Arm("mu_tilde", "cpu", ("recipe=rgbc", "rgbc.arm=mu_tilde")),
+          Arm("full", "cpu", ("recipe=rgbc", "rgbc.arm=full")),
+          Arm("full_post", "cpu", ("recipe=rgbc", "rgbc.arm=full", "rgbc.reward_mu=post"))],
+    claims=CLAIMS,
+    seeds=3,
+    budgets={"default": (), "ci": CI},
+    seeds_for={"ci": 2},
+    tables=tables,
+    notes={"default": "the rgbc CPU defaults as shipped (2 rounds x 5 joint steps, 32 tasks per step, K = 4), "
+                      "1 torch thread per run",
+           "ci": "1 round of 2 joint steps, 8 tasks per step, 4 oracle audit samples, 5 eval items per level"},
+)
