@@ -112,3 +112,35 @@ def emit(result, as_json: bool, render: Optional[Callable] = None) -> None:
         render(result)
     else:
         print_summary(result)
+
+
+# `coevo import <source> SRC --out RUN`: the options every importer shares (coevo/commands/import_runs.py
+# and the importers the recipe folders register) and the one way they print their result
+IMPORT_OUT_HELP = "New (or empty) run directory to create."
+IMPORT_VERIFIER_HELP = "coevo.verify kind judging the answers."
+IMPORT_WORKERS_HELP = "Verifier pool workers (default: the process pool, min(4, cpus); 0 = in-process, no timeouts)."
+
+
+def import_out_option():
+    return typer.Option(..., "--out", help=IMPORT_OUT_HELP)
+
+
+def import_verifier_option():
+    return typer.Option("math", "--verifier", help=IMPORT_VERIFIER_HELP)
+
+
+def import_workers_option():
+    return typer.Option(None, "--workers", min=0, help=IMPORT_WORKERS_HELP)
+
+
+def run_import(fn, *args, as_json: bool = False, **kwargs) -> None:
+    """Run an importer: its result line, and with ``--json`` its JSON; a bad input is one line, exit 2."""
+    from coevo.ledger.imported import Bad, result_line
+
+    try:
+        res = fn(*args, **kwargs)
+    except (Bad, ValueError) as e:
+        fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
+    console.print(result_line(res), highlight=False)
+    if as_json:
+        emit(res, as_json)

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any, Literal, Optional, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
-from coevo.core.registry import DEFAULT_RECIPE
+from coevo.core.registry import DEFAULT_PROMPT_STYLE, DEFAULT_RECIPE
 
 PRESET_DIR = Path(__file__).parent / "presets"
 
@@ -37,12 +37,22 @@ class WorldConfig(Strict):
     challenger_prompt_line: str = Field(
         "fewer than 30% of advanced high-school students could solve it",
         description="math world: R-Zero's difficulty line in the Challenger prompt")
-    prompt_style: Literal["rzero", "fewshot"] = Field(
-        "rzero", description="math world: rzero = R-Zero's prompts; fewshot = one worked example, "
-                             "<question> prefill and stop strings, for small models (SmolLM2-135M)")
+    prompt_style: str = Field(
+        DEFAULT_PROMPT_STYLE, description="math world: a prompt style a recipe folder registers (default: R-Zero's "
+                                          "prompts, coevo/recipes/rzero/prompts.py) or fewshot = one worked example, "
+                                          "<question> prefill and stop strings, for small models (SmolLM2-135M)")
     answer_extraction: Literal["boxed", "lenient"] = Field(
         "boxed", description="math world: boxed = last \\boxed{} (R-Zero); lenient = else the number "
                              "after the last 'answer is'")
+
+    @field_validator("prompt_style")
+    @classmethod
+    def _known_style(cls, v: str) -> str:
+        from coevo.worlds.math import prompt_style_names
+
+        if v not in prompt_style_names():
+            raise ValueError(f"unknown prompt style {v!r}; known: {', '.join(prompt_style_names())}")
+        return v
 
 
 class SamplingConfig(Strict):
@@ -84,19 +94,14 @@ class BackendConfig(Strict):
 
     @field_validator("options")
     @classmethod
-    def _no_literal_key(cls, v):
+    def _known_options(cls, v, info):
+        from coevo.backends.roles import check_option_keys
         from coevo.secrets import refuse_literal_key
 
         refuse_literal_key(v, "backend.options")  # a key in the config would be written to the run directory
+        if v and "kind" in info.data:
+            check_option_keys(v, info.data["kind"])  # per backend kind, nested lora/tiny keys too
         return v
-
-    @model_validator(mode="after")
-    def _known_option_keys(self) -> "BackendConfig":
-        if self.kind in ("hf", "openai") and self.options:
-            from coevo.backends.roles import check_option_keys
-
-            check_option_keys(self.options)  # a RoleConfigError is a ValueError: pydantic names backend.options
-        return self
 
 
 class EvalConfig(Strict):
@@ -200,10 +205,10 @@ class TruthConfig(Strict):
 
 class RunConfig(Strict):
     """Core sections here; each recipe's own sections (``rzero``, ``synco``, ``rgbc``, ...) are
-    pydantic models declared by the recipe (``RecipeInfo.sections``), validated by
-    ``build_config`` and reachable as attributes (``cfg.rzero``)."""
+    pydantic models declared by the recipe (``RecipeInfo.sections``): ``build_config`` validates a
+    config with ``config_model(sections)``, a subclass of this one whose fields are those sections
+    (``cfg.rzero`` is an ``RZeroConfig``); an unknown key anywhere is an error naming its path."""
 
-    model_config = ConfigDict(extra="allow", validate_assignment=True)
     recipe: str = Field(DEFAULT_RECIPE, description="a built-in recipe (coevo.core.registry.BUILTIN) or a module path")
     preset: str = "cpu"
     intended_backends: Optional[list[Literal["tiny", "hf", "openai"]]] = Field(
@@ -221,6 +226,23 @@ class RunConfig(Strict):
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     truth: TruthConfig = Field(default_factory=TruthConfig)
+
+    def __reduce__(self):  # a recipe's config class is made at load: pickle the data, rebuild on load
+        return build_config, (self.model_dump(mode="json"),)
+
+
+_MODELS: dict[tuple, type] = {}
+
+
+def config_model(sections: dict[str, type]) -> type[RunConfig]:
+    """The RunConfig subclass with one typed field per recipe section (``{name: model}``, in that
+    order: the order ``config.yaml`` lists them), made once per list of sections."""
+    key = tuple((name, id(model)) for name, model in sections.items())
+    if key not in _MODELS:
+        fields = {name: (model, Field(default_factory=model)) for name, model in sections.items()}
+        _MODELS[key] = create_model("RunConfig_" + "_".join(sections), __base__=RunConfig, __module__=__name__,
+                                    **fields)
+    return _MODELS[key]
 
 
 RECIPE_PRESET_DIRS = Path(__file__).parent / "recipes"  # each recipe folder's presets/ (coevo/recipes/<name>/presets)
@@ -272,15 +294,11 @@ def format_validation_error(e: ValidationError) -> str:
     parts = []
     for err in e.errors():
         loc = ".".join(str(x) for x in err["loc"])
-        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
+        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
         got = err.get("input")
         got_s = "" if err["type"] == "extra_forbidden" or isinstance(got, dict) else f" (got {got!r})"
         parts.append(f"{loc}: {msg}{got_s}")
     return "; ".join(parts)
-
-
-def _prefixed(name: str, e: ValidationError) -> str:
-    return "; ".join(f"{name}.{part}" for part in format_validation_error(e).split("; "))
 
 
 def _recipe_sections(recipe: str, keys) -> tuple[Any, dict[str, Any]]:
@@ -302,38 +320,26 @@ def _recipe_sections(recipe: str, keys) -> tuple[Any, dict[str, Any]]:
 
 
 def build_config(data: dict) -> RunConfig:
-    """Validate a config mapping: core sections by RunConfig, recipe sections by the models the
-    recipes declare, the recipe/world pair by the recipe's supported worlds."""
+    """Validate a config mapping with the typed model of its sections: core sections as RunConfig
+    declares them, recipe sections by the models the recipes declare (the selected recipe's, and
+    any other built-in recipe's section the mapping carries), then the recipe/world pair by the
+    recipe's supported worlds and ``world.options`` by the world's option names.  Every error names
+    its dotted path (``rzero.solver_stepz: unknown field``)."""
     data = dict(data or {})
-    info, known = _recipe_sections(str(data.get("recipe", DEFAULT_RECIPE)),
-                                   [k for k in data if k not in RunConfig.model_fields])
-    errors, sections = [], {}
-    for key in [k for k in data if k not in RunConfig.model_fields]:
-        raw = data.pop(key)
-        if key not in known:
-            errors.append(f"{key}: unknown field")
-            continue
-        try:
-            sections[key] = known[key].model_validate(raw or {})
-        except ValidationError as e:
-            errors.append(_prefixed(key, e))
+    extra = [k for k in data if k not in RunConfig.model_fields]
+    info, known = _recipe_sections(str(data.get("recipe", DEFAULT_RECIPE)), extra)
+    sections = {k: known[k] for k in extra if k in known}  # the mapping's order, then the recipe's other sections
+    sections.update({k: m for k, m in info.sections.items() if k not in sections})
     try:
-        cfg = RunConfig.model_validate(data)
+        cfg = config_model(sections).model_validate(data)
     except ValidationError as e:
-        errors.insert(0, format_validation_error(e))
-        cfg = None
-    if errors:
-        raise ConfigError(f"invalid config: {'; '.join(errors)}")
-    for name, model in info.sections.items():
-        sections.setdefault(name, model())
-    for name, sec in sections.items():
-        cfg.__pydantic_extra__[name] = sec
+        raise ConfigError(f"invalid config: {format_validation_error(e)}") from None
     _check_world(cfg, info)
     return cfg
 
 
 def _check_world(cfg: RunConfig, info) -> None:
-    from coevo.worlds import WORLDS
+    from coevo.worlds import WORLDS, WorldNotFound, check_options, world_class
 
     name = cfg.world.name
     if name not in WORLDS and ":" not in name:
@@ -342,6 +348,12 @@ def _check_world(cfg: RunConfig, info) -> None:
     if info.worlds and name not in info.worlds:
         raise ConfigError(f"invalid config: recipe {info.name!r} does not support world {name!r} "
                           f"(supports: {', '.join(info.worlds)})")
+    try:
+        check_options(world_class(name), cfg.world.options)
+    except WorldNotFound:
+        return  # a world outside coevo that does not import: the run says so when it builds the world
+    except ValueError as e:
+        raise ConfigError(f"invalid config: {e}") from None
 
 
 def load_config(preset: str = "cpu", config: Path | None = None, overrides: list[str] | None = None) -> RunConfig:

@@ -4,8 +4,8 @@ import pickle
 import pytest
 
 from coevo.core.world import ANSWER, QUESTION
-from coevo.worlds.math import (CHALLENGER_SYSTEM, DIFFICULTY_LINE, MathWorld, last_boxed, load_jsonl_tasks,
-                               normalize_math)
+from coevo.recipes.rzero.prompts import CHALLENGER_SYSTEM, DIFFICULTY_LINE
+from coevo.worlds.math import MathWorld, last_boxed, load_jsonl_tasks, normalize_math
 
 
 def test_challenger_prompt_is_rzero_and_configurable():
@@ -25,8 +25,10 @@ def test_challenger_prompt_is_rzero_and_configurable():
 def test_from_config_phrase():
     from types import SimpleNamespace
 
-    cfg = SimpleNamespace(world=SimpleNamespace(challenger_prompt_line="fewer than 30% of advanced high-school students could solve it"),
-                          verify=SimpleNamespace(timeout_s=3.0))
+    from coevo.config import VerifyConfig, WorldConfig
+
+    cfg = SimpleNamespace(world=WorldConfig(challenger_prompt_line="fewer than 30% of advanced high-school students could solve it"),
+                          verify=VerifyConfig(timeout_s=3.0))
     assert MathWorld.from_config(cfg).difficulty_line == DIFFICULTY_LINE
     cfg.world.challenger_prompt_line = "fewer than 10% of olympiad medalists could solve it"
     w = MathWorld.from_config(cfg)

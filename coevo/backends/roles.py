@@ -1,4 +1,4 @@
-"""How roles (challenger / solver / synthesizer ...) map onto backends.
+"""How a recipe's roles (its ``RoleSpec`` names) map onto backends.
 
 ``make_role_policies(cfg) -> {role: Policy}`` takes a plain dict (so the pydantic
 config can pass ``model_dump()``):
@@ -6,7 +6,7 @@ config can pass ``model_dump()``):
     {
       "backend": "hf",                 # hf | openai (remote sampling, local HF training)
       "model": "smollm2",              # smollm2 | tiny-llama | tiny-qwen2 | <HF directory>
-      "roles": ["challenger", "solver"],
+      "roles": None,                   # the role names; None = the default recipe's (default_roles)
       "mode": "lora",                  # lora: two adapters on one base (one GPU)
                                        # full: two independent full models
                                        # shared: one policy for every role (R-Zero "Single")
@@ -35,7 +35,7 @@ from __future__ import annotations
 from typing import Any
 
 DEFAULTS: dict[str, Any] = {
-    "backend": "hf", "model": "smollm2", "roles": ["challenger", "solver"], "mode": "lora",
+    "backend": "hf", "model": "smollm2", "roles": None, "mode": "lora",
     "lora": {"r": 16, "alpha": 32, "dropout": 0.0, "target_modules": None},
     "lr": 1e-5, "lr_by_role": {}, "weight_decay": 0.0, "grad_clip": 1.0, "micro_batch": 8,
     "sample_batch": 64,
@@ -49,18 +49,52 @@ DEFAULTS: dict[str, Any] = {
 MODES = ("lora", "full", "shared")
 # the keys backend.options may set (hf / openai); set by the runner from other fields, not by options:
 OPTION_KEYS = frozenset(DEFAULTS) - {"backend", "roles", "lr_by_role"}
+# what only the openai backend reads (its servers, requests and adapter sync)
+OPENAI_KEYS = frozenset({"servers", "endpoint", "adapter_dir", "served_model", "retries", "backoff_s", "timeout_s",
+                         "on_error", "api_key_env"})
+# per backend kind (the tiny backend takes none: its settings are backend fields)
+KIND_OPTION_KEYS = {"tiny": frozenset(), "hf": OPTION_KEYS - OPENAI_KEYS, "openai": OPTION_KEYS}
+# the options that are mappings, and their keys
+NESTED_KEYS = {"lora": frozenset(DEFAULTS["lora"]), "tiny": frozenset(DEFAULTS["tiny"])}
 
 
-def check_option_keys(options: dict) -> None:
-    """An unknown ``backend.options`` key is an error naming it (and the nearest known key), so a
-    typo cannot silently fall back to a default."""
+def _unknown(bad: list[str], known, where: str) -> str:
     import difflib
 
-    bad = sorted(set(options) - OPTION_KEYS)
+    near = {k: difflib.get_close_matches(k, sorted(known), n=1) for k in bad}
+    said = ", ".join(repr(where + k) + (f" (did you mean {near[k][0]!r}?)" if near[k] else "") for k in bad)
+    return f"unknown option {said}; known: {', '.join(sorted(known)) or 'none'}"
+
+
+def default_roles() -> list[str]:
+    """The roles built when none are named: the default recipe's (``coevo.core.registry.DEFAULT_RECIPE``),
+    last declared first -- the order this module has always built them in (in ``full`` mode role i
+    gets seed + i; in ``lora`` mode the adapters are initialised in this order)."""
+    from coevo.core.registry import DEFAULT_RECIPE, get_recipe
+
+    return list(get_recipe(DEFAULT_RECIPE).role_names[::-1])
+
+
+def check_option_keys(options: dict, kind: str = "openai") -> None:
+    """An unknown ``backend.options`` key of backend ``kind`` is an error naming it (and the nearest
+    known key), so a typo cannot silently fall back to a default; the keys of the nested options
+    (``lora``, ``tiny``) are checked too (``unknown option 'lora.rr'``)."""
+    known = KIND_OPTION_KEYS.get(kind, OPTION_KEYS)
+    bad = sorted(set(options) - known)
     if bad:
-        near = {k: difflib.get_close_matches(k, sorted(OPTION_KEYS), n=1) for k in bad}
-        said = ", ".join(f"{k!r}" + (f" (did you mean {near[k][0]!r}?)" if near[k] else "") for k in bad)
-        raise RoleConfigError(f"unknown option {said}; known: {', '.join(sorted(OPTION_KEYS))}")
+        if not known:
+            raise RoleConfigError(f"backend {kind!r} takes no options (got {', '.join(map(repr, bad))}); its "
+                                  f"settings are backend fields (checkpoints, lr, lr_solver, grad_clip, threads)")
+        raise RoleConfigError(_unknown(bad, known, ""))
+    for name, keys in NESTED_KEYS.items():
+        sub = options.get(name)
+        if sub is None:
+            continue
+        if not isinstance(sub, dict):
+            raise RoleConfigError(f"{name}: expected a mapping of {', '.join(sorted(keys))}, got {sub!r}")
+        bad = sorted(set(sub) - keys)
+        if bad:
+            raise RoleConfigError(_unknown(bad, keys, f"{name}."))
 
 
 class RoleConfigError(ValueError):
@@ -138,7 +172,7 @@ def make_role_policies(cfg: Any = None, **overrides: Any) -> dict:
         raise RoleConfigError(f"mode: must be one of {MODES}, got {mode!r}")
     if c["backend"] not in ("hf", "openai"):
         raise RoleConfigError(f"backend: must be 'hf' or 'openai', got {c['backend']!r}")
-    roles = list(c["roles"])
+    roles = list(default_roles() if c["roles"] is None else c["roles"])
     if not roles:
         raise RoleConfigError("roles: empty")
     lr_by_role = dict(c.get("lr_by_role") or {})

@@ -140,8 +140,13 @@ def reference(cfg, repeats: int) -> dict:
     """Sampling tokens/s and ours/bare forward+backward on one solver batch of the run's shape."""
     from coevo.recipes.base import loss_config
 
-    rz = getattr(cfg, "rzero", None)  # the default preset's recipe; other recipes: R-Zero's default shape
-    n_prompts, n = int(getattr(rz, "solver_prompts", 32)), int(getattr(rz, "solver_group", 5))
+    from coevo.core.registry import get_recipe
+
+    # the Solver batch shape of the run's recipe: the first of its sections that sets one (R-Zero's,
+    # Dr. Zero's: solver_prompts x solver_group); else R-Zero's default shape, 32 x 5
+    secs = [getattr(cfg, name) for name in get_recipe(cfg.recipe).sections]
+    sec = next((x for x in secs if hasattr(x, "solver_prompts") and hasattr(x, "solver_group")), None)
+    n_prompts, n = (int(sec.solver_prompts), int(sec.solver_group)) if sec is not None else (32, 5)
     policy, prompts, sp = solver_batch(cfg, n_prompts, n)
     if not hasattr(policy, "_batch_tensors"):
         return {"note": f"no reference for backend {cfg.backend.kind!r} (tiny only)"}

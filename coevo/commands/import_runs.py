@@ -1,5 +1,6 @@
-"""``coevo import verl|rzero|parts SRC --out RUN``: other frameworks' rollouts into a coevo run
-directory that ``coevo audit`` and ``coevo report`` read (logic: coevo/integrations/importers.py;
+"""``coevo import verl|parts SRC --out RUN``, and the importers the recipe folders register
+(``RecipeInfo.commands``: R-Zero's ``coevo import rzero``): other frameworks' rollouts into a coevo
+run directory that ``coevo audit`` and ``coevo report`` read (logic: coevo/integrations/importers.py;
 formats and mapping: docs/verl.md). Prints one result line and, with ``--json``, the import's JSON (counts, every malformed line with
 its file and line number); the same list is stored in RUN/import.json."""
 from __future__ import annotations
@@ -9,29 +10,17 @@ from typing import Optional
 
 import typer
 
-from coevo.cli_common import console, fail
-from coevo.commands.output import emit, json_option
+from coevo.cli_common import import_out_option, import_verifier_option, import_workers_option, run_import
+from coevo.commands.output import json_option
 
 import_app = typer.Typer(help="Import other frameworks' rollouts (verl dumps, R-Zero results) into a coevo run "
                               "directory for `coevo audit` / `coevo report`.", no_args_is_help=True)
 
-_OUT = typer.Option(..., "--out", help="New (or empty) run directory to create.")
-_VERIFIER = typer.Option("math", "--verifier", help="coevo.verify kind judging the answers.")
-_WORKERS = typer.Option(None, "--workers", min=0, help="Verifier pool workers (default: the process pool, "
-                                                      "min(4, cpus); 0 = in-process, no timeouts).")
+_OUT = import_out_option()
+_VERIFIER = import_verifier_option()
+_WORKERS = import_workers_option()
 _JSON = json_option()
-
-
-def _run(fn, *args, as_json: bool = False, **kwargs) -> None:
-    from coevo.integrations.importers import Bad, result_line
-
-    try:
-        res = fn(*args, **kwargs)
-    except (Bad, ValueError) as e:
-        fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
-    console.print(result_line(res), highlight=False)
-    if as_json:
-        emit(res, as_json)
+_run = run_import
 
 
 @import_app.command("verl")
@@ -47,21 +36,6 @@ def import_verl_cmd(src: Path = typer.Argument(..., help="verl's trainer.rollout
     _run(import_verl, src, out, verifier=verifier, workers=workers, extract=extract, gts=gts, as_json=as_json)
 
 
-@import_app.command("rzero")
-def import_rzero_cmd(src: Path = typer.Argument(..., help="an R-Zero *_results.json file or a directory of them."),
-                     out: Path = _OUT, references: Optional[Path] = typer.Option(
-                         None, "--references", help="JSON/JSONL of {question, reference|ground_truth|answer}: "
-                                                    "oracle answers for the audit's bearing rate and label accuracy"),
-                     delta: float = typer.Option(0.2, "--delta", min=0, max=0.5, help="kept iff |score - 1/2| <= delta "
-                                                 "(0.2 = upload.py's 0.3..0.7)"),
-                     verifier: str = _VERIFIER, workers: Optional[int] = _WORKERS, as_json: bool = _JSON):
-    """R-Zero question-evaluation results: one round per save_name, one candidate task per question."""
-    from coevo.integrations.importers import import_rzero
-
-    _run(import_rzero, src, out, references=references, delta=delta, verifier=verifier, workers=workers,
-         as_json=as_json)
-
-
 @import_app.command("parts")
 def import_parts_cmd(src: Path = typer.Argument(..., help="the verl adapter's ledger root ($COEVO_LEDGER)."),
                      out: Path = _OUT, as_json: bool = _JSON):
@@ -73,3 +47,4 @@ def import_parts_cmd(src: Path = typer.Argument(..., help="the verl adapter's le
 
 def register(apps: dict) -> None:
     apps["main"].add_typer(import_app, name="import")
+    apps["import"] = import_app  # a recipe folder adds its own importer (R-Zero: coevo/recipes/rzero/commands.py)

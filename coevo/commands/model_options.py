@@ -13,7 +13,7 @@ The defaults, and why:
   see, so it must sample as training does; `coevo eval`'s mean@k then measures the same
   distribution.  R-Zero's reporting convention (mean@32 at T = 0.6, top-p 0.95) is
   ``--temperature 0.6 --top-p 0.95``.  Greedy accuracy (eval, eval-qa) does not use them.
-* ``prompt_style = "fewshot"``, ``answer_extraction = "lenient"`` (math world): the default
+* ``prompt_style = fewshot``, ``answer_extraction = "lenient"`` (math world): the default
   model is a 135M model, which under R-Zero's prompt never writes ``\\boxed{}`` (accuracy 0.00,
   no answer on 20/20, docs/real-models.md); a default that scores every answer of the default
   model as a format failure measures nothing.  ``lenient`` takes the last ``\\boxed{}`` when
@@ -36,10 +36,12 @@ import typer
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from coevo.cli_common import API_KEY_ENV_HELP, UserError, solver_policy
+from coevo.worlds.math import FEWSHOT, prompt_style_names
 
 HF_MODELS = ("smollm2", "tiny-llama", "tiny-qwen2")
 TINY = "tiny"  # the shipped arithmetic solver (coevo/assets/solver.pt)
-PROMPT_STYLES = ("rzero", "fewshot")
+PROMPT_STYLES = prompt_style_names()  # the styles the recipe folders register, then fewshot
+INSTRUCTION_STYLES = tuple(p for p in PROMPT_STYLES if p != FEWSHOT)
 EXTRACTIONS = ("boxed", "lenient")
 
 
@@ -58,8 +60,8 @@ class ModelOptions(BaseModel):
     api_key_env: str = Field("OPENAI_API_KEY", description=API_KEY_ENV_HELP.rstrip("."))
     temperature: float = Field(1.0, gt=0, description="Sampling temperature (not used by greedy decoding)")
     top_p: float = Field(1.0, gt=0, le=1, description="Top-p (not used by greedy decoding)")
-    prompt_style: Literal["rzero", "fewshot"] = Field("fewshot", description="math world: fewshot (small models) | "
-                                                                             "rzero (R-Zero's prompts)")
+    prompt_style: str = Field(FEWSHOT, description="math world: fewshot (small models) | "
+                                                   f"{' | '.join(INSTRUCTION_STYLES)} (R-Zero's prompts)")
     answer_extraction: Literal["boxed", "lenient"] = Field("lenient", description="math world: lenient (last "
                                                            "\\boxed{}, else 'answer is N') | boxed (R-Zero)")
 
@@ -69,6 +71,13 @@ class ModelOptions(BaseModel):
         if v in HF_MODELS or v == TINY or Path(v).is_dir():
             return v
         raise ValueError(f"not {', '.join(HF_MODELS)}, {TINY} or a local HF directory")
+
+    @field_validator("prompt_style")
+    @classmethod
+    def _style(cls, v: str) -> str:
+        if v in PROMPT_STYLES:
+            return v
+        raise ValueError("expected " + " | ".join(PROMPT_STYLES))
 
     @field_validator("device")
     @classmethod

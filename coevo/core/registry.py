@@ -17,6 +17,8 @@ BUILTIN = {"rzero": "coevo.recipes.rzero", "synco": "coevo.recipes.rgbc", "rgbc"
            "drzero": "coevo.recipes.drzero", "crossfit": "coevo.recipes.drzero", "msv+crossfit": "coevo.recipes.drzero",
            "vgopd": "coevo.recipes.vgopd"}
 DEFAULT_RECIPE = "rzero"  # what `coevo run` runs with no --recipe (the default preset `cpu` is R-Zero's)
+# the math world's default prompt style: R-Zero's prompts, which its folder registers (RecipeInfo.prompt_styles)
+DEFAULT_PROMPT_STYLE = "rzero"
 
 
 class RecipeNotFound(Exception):
@@ -63,6 +65,12 @@ class RecipeInfo:
     commands: tuple[str, ...] = ()
     # {experiment name: "module:attr"} of the experiments that belong to the recipe
     experiments: dict[str, str] = field(default_factory=dict)
+    # {style name: "module:attr"} of the math world's prompt styles the recipe ships
+    # (coevo.worlds.math.InstructionPrompts; `world.prompt_style`, `--prompt-style`)
+    prompt_styles: dict[str, str] = field(default_factory=dict)
+    # "module:attr" -> {asset: spec}: the tiny arithmetic assets the recipe's roles load (RoleSpec.asset)
+    # and how `coevo pretrain` trains them (coevo.pretrain.asset_specs); None = none of its own
+    pretrain: str | None = None
 
     @property
     def role_names(self) -> tuple[str, ...]:
@@ -105,6 +113,20 @@ def get_recipe(name: str) -> RecipeInfo:
     if key not in recipes:
         raise RecipeNotFound(f"module {mod!r} defines no recipe {key!r} (has: {', '.join(recipes)})")
     return recipes[key]
+
+
+def builtin_recipes() -> list[RecipeInfo]:
+    """The RecipeInfo of every built-in recipe name (each folder's ``__init__`` imports only its config)."""
+    return [get_recipe(name) for name in BUILTIN]
+
+
+def prompt_styles() -> dict[str, str]:
+    """``{style: "module:attr"}``: the math world's prompt styles the built-in recipes register."""
+    out: dict[str, str] = {}
+    for info in builtin_recipes():
+        for style, ref in info.prompt_styles.items():
+            out.setdefault(style, ref)
+    return out
 
 
 def report_section_functions(info: RecipeInfo) -> list[Callable]:

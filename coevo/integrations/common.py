@@ -16,7 +16,6 @@ buffer instead (at exit, or lost with a killed worker). ``coevo import parts
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import re
 import socket
@@ -28,6 +27,7 @@ from typing import Any, Optional
 from coevo.ledger.store import Ledger
 from coevo.ledger.schema import TABLES
 from coevo.runlock import RunLock
+from coevo.verify.run import shared_run_verifier as build_verifier  # noqa: F401 (re-exported)
 
 __all__ = ["LEDGER_ENV", "EXTRACT_MODES", "extract_answer", "build_verifier", "PartWriter", "part_writer",
            "close_parts", "as_reference"]
@@ -69,24 +69,6 @@ def as_reference(gts: Any) -> Optional[str]:
     return None
 
 
-_VERIFIERS: dict = {}
-_VLOCK = threading.Lock()
-
-
-def build_verifier(kind: str = "math", options: Optional[dict] = None, workers: Optional[int] = None,
-                   timeout_s: Optional[float] = None):
-    """A ``RunVerifier`` of ``kind`` (a ``coevo.verify`` kind) through the verifier pool:
-    ``workers`` None = the process-wide ``default_pool()``, 0 = in-process (no timeout
-    enforcement: tests only), N = a pool of N workers. Cached per process and arguments."""
-    from coevo.verify.run import make_run_verifier
-    from coevo.verify.pool import VerifierPool, default_pool
-
-    key = (kind, json.dumps(options or {}, sort_keys=True, default=str), workers, timeout_s, os.getpid())
-    with _VLOCK:
-        if key not in _VERIFIERS:
-            pool = default_pool() if workers is None else (VerifierPool(workers=workers) if workers > 0 else None)
-            _VERIFIERS[key] = make_run_verifier(kind, options, None, pool=pool, timeout_s=timeout_s)
-        return _VERIFIERS[key]
 
 
 class PartWriter:

@@ -75,20 +75,4 @@ def read_verl_dump(d: Path) -> tuple[list[dict], list[dict], list[str]]:
     return recs, bad, [str(f) for f in files]
 
 
-def read_references(path: Path) -> tuple[dict[str, str], list[dict]]:
-    """question -> reference answer from a JSON array or JSON-lines file of objects with
-    ``question`` and one of ``reference`` / ``ground_truth`` / ``answer`` (first present)."""
-    path = Path(path)
-    if not path.is_file():
-        raise Bad(f"references file {path} does not exist")
-    refs, bad = {}, []
-    for n, obj, err in json_records(path):
-        if err:
-            bad.append(_bad(path, n, err))
-            continue
-        key = next((k for k in ("reference", "ground_truth", "answer") if isinstance(obj, dict) and k in obj), None)
-        if not isinstance(obj, dict) or not isinstance(obj.get("question"), str) or key is None:
-            bad.append(_bad(path, n, "needs 'question' and one of 'reference', 'ground_truth', 'answer'"))
-            continue
-        refs[obj["question"]] = str(obj[key])
-    return refs, bad
+from coevo.ledger.imported import read_references  # noqa: E402,F401 (re-exported)

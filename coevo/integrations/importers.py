@@ -11,26 +11,24 @@ Mapping (docs/verl.md):
   ``p_hat``, so the bearing rate and the null model read them) or ``pseudo_label``
   (``gts=pseudo_label``: R-Zero-style labels; purpose ``train``); verl's ``score`` becomes the
   Solver's reward row (extra fields in ``components_json``).
-* R-Zero results: R-Zero's recipe folder reads them and builds the rows
-  (``coevo.recipes.rzero.importer``: one round per ``save_name``, one ``candidate`` task per
-  question, one Solver rollout per entry of ``results``, "None" = no answer); this module writes
-  the run directory.
+* R-Zero results: R-Zero's recipe folder (``coevo.recipes.rzero.importer.import_rzero``, re-exported
+  here; one round per ``save_name``, one ``candidate`` task per question, one Solver rollout per
+  entry of ``results``, "None" = no answer).
+The run directory is written by ``coevo.ledger.imported.write_run``.
 """
 from __future__ import annotations
 
-import json
-import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Optional
 
-import yaml
-
 from coevo.integrations.common import as_reference, build_verifier, extract_answer, rollout_row_of, task_row_of
-from coevo.integrations.formats import Bad, natural_key, read_references, read_verl_dump
+from coevo.integrations.formats import natural_key, read_verl_dump
+from coevo.ledger.imported import Bad, check_out, first_bad as _first, result_line, write_run as _write_run  # noqa: F401
 from coevo.ledger.rows import dumps, reward_row, verdict_row_of
+from coevo.recipes.rzero.importer import import_rzero  # noqa: F401 (re-exported: R-Zero's folder imports its files)
 
-__all__ = ["Bad", "import_verl", "import_rzero", "import_parts", "check_out"]
+__all__ = ["Bad", "import_verl", "import_rzero", "import_parts", "check_out", "result_line"]
 
 RECIPE = {"verl": "coevo.integrations.imported:verl", "parts": "coevo.integrations.imported:adapter"}
 
@@ -39,12 +37,6 @@ def recipe_of(source: str) -> str:
     """``runs.recipe`` of an imported run (an entry of ``coevo.integrations.imported.RECIPES``)."""
     return RECIPE.get(source, f"coevo.integrations.imported:{source}")
 VERL_BASE = ("input", "output", "gts", "score", "step", "_file", "_line")
-
-
-def check_out(out: Path) -> None:
-    """RUN must be new or an empty directory (an import never appends to a run)."""
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise Bad(f"{out} exists and is not empty: import into a new run directory")
 
 
 # ---------------------------------------------------------------------- verl dump
@@ -106,36 +98,6 @@ def import_verl(src: Path, out: Path, verifier: str = "math", workers: Optional[
     return _write_run(out, "verl", cfg, steps, files, len(recs), bad, rv)
 
 
-# ---------------------------------------------------------------------- R-Zero question evaluation
-def import_rzero(src: Path, out: Path, references: Optional[Path] = None, delta: float = 0.2,
-                 verifier: str = "math", workers: Optional[int] = None) -> dict:
-    """R-Zero ``*_results.json`` files into the run directory ``out``: the reading and the rows are
-    R-Zero's recipe folder's (``coevo.recipes.rzero.importer``). ``delta`` = 0.2 keeps
-    0.3 <= score <= 0.7 (``question_evaluate/upload.py``'s defaults)."""
-    from coevo.recipes.rzero import NAME
-    from coevo.recipes.rzero import importer as rz
-    from coevo.recipes.rzero.summary import round_columns
-
-    src, out = Path(src), Path(out)
-    check_out(out)
-    items, bad, files = rz.read_results(src)
-    refs: dict[str, str] = {}
-    if references is not None:
-        refs, bad_refs = read_references(Path(references))
-        bad += bad_refs
-        files.append(str(references))
-    if not items:
-        raise Bad(f"no readable question in {src} ({len(bad)} malformed records; first: {_first(bad)})")
-    rv = build_verifier(verifier, None, workers)
-    steps = {}
-    for rnd, save in enumerate(rz.saves(items), 1):
-        rows, metrics = rz.round_rows(out.name, rnd, [it for it in items if it["_save"] == save], refs, rv, delta)
-        metrics["save_name"] = save
-        steps[rnd] = (rnd, "dataset", rows, metrics)
-    cfg = rz.import_config(recipe_of(NAME), src, verifier, references, delta)
-    return _write_run(out, NAME, cfg, steps, files, len(items), bad, rv, round_columns=round_columns)
-
-
 # ---------------------------------------------------------------------- the adapter's ledger parts
 def import_parts(src: Path, out: Path) -> dict:
     """Merge the verl adapter's ledger parts (``<COEVO_LEDGER>/parts/*/ledger.duckdb``) into ``out``;
@@ -176,64 +138,3 @@ def import_parts(src: Path, out: Path) -> dict:
              for s, rows in sorted(by_step.items())}
     cfg = {"recipe": RECIPE["parts"], "import": {"source": "parts", "path": str(src)}}
     return _write_run(out, "parts", cfg, steps, [str(p) for p in parts], n, bad, None)
-
-
-# ---------------------------------------------------------------------- writing the run directory
-def _first(bad: list[dict]) -> str:
-    return f"{bad[0]['file']}:{bad[0]['line']}: {bad[0]['reason']}" if bad else "-"
-
-
-def _write_run(out: Path, source: str, cfg: dict, steps: dict, files: list[str], n_records: int, bad: list[dict],
-               rv, round_columns=None) -> dict:
-    """Write ledger.duckdb (one transaction per step, as the runner), config.yaml, import.json, summary.json;
-    ``round_columns(led, run_id, round)``: the source recipe's round table columns (summary ``rounds``)."""
-    from coevo.ledger import views
-    from coevo.ledger.store import Ledger
-    from coevo.runlock import writer_guard
-
-    t0 = time.time()
-    out.mkdir(parents=True, exist_ok=True)
-    with writer_guard(out, Bad):
-        led = Ledger(out / "ledger.duckdb")
-        try:
-            run_id = out.name
-            led.append("runs", [{"run_id": run_id, "created_at": t0, "recipe": cfg["recipe"], "world": source,
-                                 "seed": None, "config_yaml": yaml.safe_dump(cfg, sort_keys=False),
-                                 "coevo_version": _version()}])
-            for i, (s, (rnd, phase, rows, metrics)) in enumerate(sorted(steps.items())):
-                with led.step(run_id, s, rnd, phase, i) as w:
-                    w.extend(rows)
-                    w.metrics = metrics
-            counts = {t: led.count(t, run_id) for t in ("steps", "tasks", "rollouts", "verdicts", "rewards",
-                                                       "task_stats")}
-            rounds = sorted({rnd for rnd, *_ in steps.values()})
-            round_rows = [{**views.round_row(led, run_id, r), **round_columns(led, run_id, r)}
-                          for r in rounds] if round_columns is not None else []
-        finally:
-            led.close()
-        info = {"source": source, "path": cfg["import"]["path"], "files": files, "n_records": n_records,
-                "n_malformed": len(bad), "malformed": bad,
-                "verifier": {"kind": rv.kind, "version": rv.version} if rv is not None else None}
-        (out / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-        (out / "import.json").write_text(json.dumps(info, indent=1, default=float) + "\n")
-        summary = {"recipe": cfg["recipe"], "preset": f"import:{source}", "run_id": out.name, "imported": True,
-                   "source": source, "n_records": n_records, "n_malformed": len(bad), "counts": counts,
-                   "rounds": round_rows, "steps": {str(s): m for s, (_, _, _, m) in sorted(steps.items())},
-                   "wall_seconds": time.time() - t0}
-        (out / "summary.json").write_text(json.dumps(summary, indent=1, default=float) + "\n")
-    return {"run_dir": str(out), "source": source, "files": files, "n_records": n_records, "n_malformed": len(bad),
-            "malformed": bad, "counts": counts}
-
-
-def _version() -> str:
-    from coevo import __version__
-
-    return str(__version__)
-
-
-def result_line(res: dict) -> str:
-    """One line for the terminal."""
-    c = res["counts"]
-    return (f"imported {res['n_records']} records from {len(res['files'])} file(s) into {res['run_dir']}: "
-            f"{c['steps']} steps, {c['tasks']} tasks, {c['rollouts']} rollouts, {c['verdicts']} verdicts; "
-            f"{res['n_malformed']} malformed" + (f" (first: {_first(res['malformed'])})" if res["malformed"] else ""))

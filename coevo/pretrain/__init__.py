@@ -2,10 +2,12 @@
 
 * solver: ``<solve>EXPR=`` → value ``<eos>``, trained on a level mix skewed to easy
   levels, so that it is reliable on L1–L2 and unreliable on a harder band (a frontier).
-* challenger: ``<propose>`` → ``<question>EXPR</question><eos>`` over all levels.
-* synthesizer: ``<synth>`` → question, a worked solution and a final answer; a fixed
-  share of the training answers is wrong in realistic ways (carry slip, off by ten,
-  sign slip), so wrong references exist for the validators to catch.
+* the assets the recipe folders declare (``RecipeInfo.pretrain``), each one task of the
+  three: ``<propose>`` → ``<question>EXPR</question><eos>`` over all levels (R-Zero's
+  Challenger); ``<synth>`` → question, a worked solution and a final answer, a fixed share
+  of the training answers wrong in realistic ways (carry slip, off by ten, sign slip), so
+  wrong references exist for the validators to catch (SynCo's Synthesizer); a mix of tasks
+  in one model (R-Zero's "Single").
 
 Single-threaded torch and seeded generators make the result bit-for-bit
 reproducible; ``coevo pretrain`` regenerates the shipped files.
@@ -26,25 +28,36 @@ from coevo.core.policy import SamplingParams
 from coevo.worlds.arithmetic import LEVELS, evaluate, generate, format_question
 from coevo.checkpoint import atomic_dir
 
-ROLES = ("solver", "challenger", "synthesizer", "shared")
+# What an asset learns from the arithmetic world (each a prompt tag of coevo/worlds/arithmetic.py):
+# SOLVE = <solve>EXPR= -> a worked chain and the value; PROPOSE = <propose> -> <question>EXPR</question>;
+# SYNTHESIZE = <synth> -> question, worked solution and final answer (a share of them wrong).
+SOLVE, PROPOSE, SYNTHESIZE = "solve", "propose", "synthesize"
 
-# per-role recipe: level mix, steps, batch, lr
-RECIPES = {
-    # the solver stops half-way through its 2400-step cosine schedule, while still learning:
-    # reliable on L1-L2, about 50 % on L3 (a real frontier that self-training can move)
-    "solver": {"mix": {"L1": 0.25, "L2": 0.20, "L3": 0.25, "L4": 0.15, "L5": 0.15}, "steps": 2400,
+# the solver stops half-way through its 2400-step cosine schedule, while still learning:
+# reliable on L1-L2, about 50 % on L3 (a real frontier that self-training can move)
+SOLVER_SPEC = {"task": SOLVE, "mix": {"L1": 0.25, "L2": 0.20, "L3": 0.25, "L4": 0.15, "L5": 0.15}, "steps": 2400,
                "stop_after": 1200, "data_seed": 0, "pi": 3.14159, "batch": 64,
-               "lr": 3e-3, "arch": {"n_embd": 96, "n_layer": 3, "n_head": 4, "block_size": 96}},
-    "challenger": {"mix": {lv: 0.2 for lv in LEVELS}, "steps": 400, "batch": 64, "lr": 2e-3,
-                   "arch": {"n_embd": 128, "n_layer": 4, "n_head": 4, "block_size": 48}},
-    "synthesizer": {"mix": {lv: 0.2 for lv in LEVELS}, "steps": 2400, "batch": 64, "lr": 3e-3, "wrong_rate": 0.2,
-                    "arch": {"n_embd": 96, "n_layer": 3, "n_head": 4, "block_size": 128}},
-    # R-Zero's "Single" ablation: one set of parameters plays both roles
-    "shared": {"mix": {"L1": 0.25, "L2": 0.20, "L3": 0.25, "L4": 0.15, "L5": 0.15}, "steps": 3200,
-               "stop_at": {"level": "L3", "accuracy": 0.5, "every": 100, "n": 200}, "batch": 64,
-               "lr": 3e-3, "roles": {"solver": 0.75, "challenger": 0.25},
-               "arch": {"n_embd": 96, "n_layer": 3, "n_head": 4, "block_size": 96}},
-}
+               "lr": 3e-3, "arch": {"n_embd": 96, "n_layer": 3, "n_head": 4, "block_size": 96},
+               "diagnostics": "levels"}
+
+
+def asset_specs() -> dict[str, dict]:
+    """Every arithmetic asset and how it is trained (task, level mix, steps, batch, lr, arch): the
+    solver (what every recipe's Solver starts from) and the assets each built-in recipe's folder
+    declares (``RecipeInfo.pretrain``: R-Zero's Challenger and its "Single" policy, SynCo's
+    Synthesizer).  An asset's name is the ``RoleSpec.asset`` that loads it."""
+    from coevo.core.registry import builtin_recipes, resolve
+
+    specs = {"solver": SOLVER_SPEC}
+    for info in builtin_recipes():
+        if info.pretrain:
+            for asset, spec in resolve(info.pretrain).items():
+                specs.setdefault(asset, spec)
+    return specs
+
+
+RECIPES = asset_specs()  # per asset: task, level mix, steps, batch, lr, arch
+ROLES = tuple(RECIPES)  # the arithmetic assets (`coevo pretrain --role NAME`; `all` adds the facts roles)
 
 
 class PretrainError(Exception):
@@ -147,12 +160,12 @@ def corrupt(value: int, rng: random.Random) -> int:
     return -value if value != 0 else 1
 
 
-def example(role: str, rng: random.Random, mix: dict[str, float], wrong_rate: float = 0.0) -> tuple[str, str]:
-    """(prompt, target) for one training example of a role."""
+def example(task: str, rng: random.Random, mix: dict[str, float], wrong_rate: float = 0.0) -> tuple[str, str]:
+    """(prompt, target) for one training example of a task (SOLVE, PROPOSE or SYNTHESIZE)."""
     expr = generate(_pick_level(rng, mix), rng)
-    if role == "solver":
+    if task == SOLVE:
         return f"<solve>{expr}=", f"{solver_path(expr, rng)}<eos>"
-    if role == "challenger":
+    if task == PROPOSE:
         return "<propose>", f"{format_question(expr)}<eos>"
     sol, val = solution_steps(expr)
     ans = val
@@ -175,11 +188,11 @@ def train_role(role: str, seed: int = 0, steps: int | None = None, quiet: bool =
     t0 = time.time()
     for step in range(steps):
         lr = warmup_cosine_lr(rec["lr"], step, steps, rec.get("pi"))
-        if "roles" in rec:  # a mix of roles in one model
-            sub = rng.choices(list(rec["roles"]), weights=list(rec["roles"].values()), k=rec["batch"])
-            pairs = [example(r_, rng, rec["mix"] if r_ == "solver" else RECIPES[r_]["mix"]) for r_ in sub]
+        if "tasks" in rec:  # a mix of tasks in one model: each with its level mix
+            sub = rng.choices(list(rec["tasks"]), weights=list(rec["tasks"].values()), k=rec["batch"])
+            pairs = [example(t, rng, rec["mix"] if t == rec["task"] else rec["task_mix"][t]) for t in sub]
         else:
-            pairs = [example(role, rng, rec["mix"], rec.get("wrong_rate", 0.0)) for _ in range(rec["batch"])]
+            pairs = [example(rec["task"], rng, rec["mix"], rec.get("wrong_rate", 0.0)) for _ in range(rec["batch"])]
         loss = sft_step(pol, opt, *sft_batch(pol, [prompt_target(p, t) for p, t in pairs]), lr)
         if not quiet and (step % 200 == 0 or step == steps - 1):
             print(f"[{role}] step {step:5d} loss {loss.item():.4f} ({time.time() - t0:.0f}s)", flush=True)
@@ -257,7 +270,7 @@ def pretrain_roles(role: str, out: Path, steps: int | None = None, seed: int = 0
             entry = {"path": str(path), "params": n_params(pol.model), "sha256_state": state_digest(pol),
                      "seconds": round(time.time() - t0, 1), "steps": steps or {**RECIPES, **PF.FACTS_RECIPES, **PC.RECIPES}[r]["steps"],
                      "stopped_at": getattr(pol, "stopped_at", None)}
-            if r in ("solver", "shared"):
+            if r in RECIPES and RECIPES[r].get("diagnostics") == "levels":
                 entry["greedy_accuracy_by_level"] = solver_accuracy(pol)
             elif r in PF.FACTS_ROLES:
                 entry.update(PF.facts_diagnostics(r, pol))

@@ -19,6 +19,7 @@ import copy
 import dataclasses
 import hashlib
 import json
+import threading
 from typing import Any, Optional, Sequence
 
 from coevo.verify.vote import Vote, majority_vote
@@ -221,3 +222,24 @@ class WorldEquivalence(RunVerifier):
     def __init__(self, world: Any, pool=None, none_votes: bool = False) -> None:
         checker, opts = checker_for(None, None, world)
         super().__init__(checker, pool=pool, none_votes=none_votes, options=opts)
+
+
+_VERIFIERS: dict = {}
+_VLOCK = threading.Lock()
+
+
+def shared_run_verifier(kind: str = "math", options: Optional[dict] = None, workers: Optional[int] = None,
+                        timeout_s: Optional[float] = None):
+    """A ``RunVerifier`` of ``kind`` (a ``coevo.verify`` kind) through the verifier pool:
+    ``workers`` None = the process-wide ``default_pool()``, 0 = in-process (no timeout
+    enforcement: tests only), N = a pool of N workers. Cached per process and arguments."""
+    import os
+
+    from coevo.verify.pool import VerifierPool, default_pool
+
+    key = (kind, json.dumps(options or {}, sort_keys=True, default=str), workers, timeout_s, os.getpid())
+    with _VLOCK:
+        if key not in _VERIFIERS:
+            pool = default_pool() if workers is None else (VerifierPool(workers=workers) if workers > 0 else None)
+            _VERIFIERS[key] = make_run_verifier(kind, options, None, pool=pool, timeout_s=timeout_s)
+        return _VERIFIERS[key]

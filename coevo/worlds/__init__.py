@@ -25,6 +25,39 @@ def world_class(name: str):
         raise WorldNotFound(f"world {name!r} unavailable: {e}") from None
 
 
+def option_names(cls) -> frozenset | None:
+    """The ``world.options`` keys a world class takes (None = it does not say: any).  Its own
+    ``option_names()`` when it has one; else, for a class built as ``cls(**world.options)`` (no
+    ``from_config``), the keyword arguments of its constructor."""
+    import dataclasses
+    import inspect
+
+    own = getattr(cls, "option_names", None)
+    if own is not None:
+        return frozenset(own())
+    if hasattr(cls, "from_config"):
+        return None
+    if dataclasses.is_dataclass(cls):
+        return frozenset(f.name for f in dataclasses.fields(cls) if f.init)
+    params = inspect.signature(cls).parameters.values()
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return frozenset(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+
+
+def check_options(cls, options: dict) -> None:
+    """ValueError naming the first ``world.options`` key the world does not take."""
+    import difflib
+
+    known = option_names(cls)
+    bad = sorted(set(options or {}) - known) if known is not None else []
+    if bad:
+        near = difflib.get_close_matches(bad[0], sorted(known), n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise ValueError(f"world.options.{bad[0]}: unknown option of world {getattr(cls, 'name', cls.__name__)!r}"
+                         f"{hint}; known: {', '.join(sorted(known)) or 'none'}")
+
+
 def make_world(cfg):
     """The world of a run config."""
     cls = world_class(cfg.world.name)

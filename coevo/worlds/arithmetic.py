@@ -106,6 +106,11 @@ class ArithmeticWorld:
     verifier_kind: ClassVar[str] = "integer"
     verifier_options: ClassVar[dict] = {}
 
+    @classmethod
+    def option_names(cls) -> frozenset:
+        """None: its settings are ``world.eval_per_level`` / ``world.eval_seed`` (coevo.worlds.make_world)."""
+        return frozenset()
+
     # proposer side -------------------------------------------------------
     def proposer_prompts(self, n: int, seed: int = 0) -> list[str]:
         return [PROPOSER_PROMPT] * n

@@ -98,10 +98,15 @@ class FactsWorld:
         self._nouns = {noun: (r, w) for r, syn in enumerate(G.RELATIONS[:self.n_relations]) for w, noun in enumerate(syn)}
 
     @classmethod
+    def option_names(cls) -> frozenset:
+        """The ``world.options`` keys it takes (checked when the config loads: coevo.worlds.check_options)."""
+        return frozenset(cls.__dataclass_fields__) - {"enc", "name", "prompt_version", "has_oracle"}
+
+    @classmethod
     def from_config(cls, cfg: Any) -> "FactsWorld":
         opts = dict(cfg.world.options or {})
         opts.setdefault("eval_seed", cfg.world.eval_seed)
-        known = set(cls.__dataclass_fields__) - {"enc", "name", "prompt_version", "has_oracle"}
+        known = cls.option_names()
         bad = sorted(set(opts) - known)
         if bad:
             raise ValueError(f"facts world: unknown option(s) {', '.join(bad)}; known: {', '.join(sorted(known))}")

@@ -1,11 +1,10 @@
 """Math world: free-form competition-style questions and answers, no oracle (R-Zero §2).
 
-* Proposer prompt: R-Zero's Challenger prompt, word for word from its code, with the
-  difficulty line ("fewer than 30 % of advanced high-school students could solve it")
-  as a configurable option.  R-Zero sends it as a *system* message plus a short user
-  message; the World contract carries one prompt string, so by default both are joined
-  into the user message (``system_in_prompt=True``); a backend that takes a system
-  prompt can use ``CHALLENGER_SYSTEM`` / ``CHALLENGER_USER`` directly.
+* Proposer and Solver prompts come from the prompt style (``prompt_style``): an
+  ``InstructionPrompts`` that a recipe folder registers (``RecipeInfo.prompt_styles``: R-Zero's
+  Challenger prompt, word for word from its code, is ``coevo/recipes/rzero/prompts.py``, the
+  default style), with the difficulty line as a configurable option; the system part and the
+  user message are joined into one prompt string by default (``system_in_prompt=True``).
 * ``parse_task``: the last ``<question>...</question>`` block (as R-Zero); the
   Challenger's own ``\\boxed{}`` after it is kept as ``Task.reference`` (R-Zero does not
   reward it; SynCo-style recipes may).
@@ -19,8 +18,8 @@
   output); ``verdicts`` runs it through a ``VerifierPool`` and returns Verdicts with
   their reasons (timeout, unparsable, ...); ``group_answers`` is R-Zero's majority-vote
   clustering on top of it.
-* Two prompt styles (``prompt_style``): ``rzero`` (default: R-Zero's prompts and strict
-  formats, for instruction-following models) and ``fewshot`` for small models that cannot
+* Prompt styles (``prompt_style``): a registered instruction style (default: R-Zero's prompts
+  and strict formats, for instruction-following models) or the world's own ``fewshot`` for small models that cannot
   follow R-Zero's instructions (SmolLM2-135M writes neither ``<question>`` tags nor
   ``\\boxed{}`` under them: 100 % format failures, measured).  ``fewshot`` shows one
   worked example in the prompt, *prefills* the Challenger's answer with ``<question>``
@@ -41,31 +40,52 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from coevo.core.registry import DEFAULT_PROMPT_STYLE
 from coevo.verify.latex import boxed, last_boxed, normalize_math  # noqa: F401 (re-exported)
 from coevo.core.world import QUESTION, SYNTHESIS, ParseResult, ResponseFormat, Task, last_question
 from coevo.worlds.synthesis import Synthesis, blocks, schema_check, tags_only
 
-DIFFICULTY_LINE = "Aim for a difficulty such that fewer than 30 % of advanced high-school students could solve it. "
-CHALLENGER_SYSTEM_TEMPLATE = (
-    "You are an expert competition-math problem setter.\n"
-    "FIRST, in your private scratch-pad, think step-by-step to design a brand-new, non-trivial problem. "
-    "The problem could come from any field of mathematics, including but not limited to algebra, geometry, "
-    "number theory, combinatorics, prealgebra, probability, statistics, and calculus. "
-    "{difficulty_line}"
-    "Avoid re-using textbook clichés or famous contest problems.\n"
-    "THEN, without revealing any of your private thoughts, output **exactly** the following two blocks:\n\n"
-    "<question>\n"
-    "{{The full problem statement on one or more lines}}\n"
-    "</question>\n\n"
-    "\\boxed{{final_answer}}\n\n"
-    "Do NOT output anything else—no explanations, no extra markup."
-)
-CHALLENGER_SYSTEM = CHALLENGER_SYSTEM_TEMPLATE.format(difficulty_line=DIFFICULTY_LINE)
-CHALLENGER_USER = "Generate one new, challenging reasoning question now. Remember to format the output exactly as instructed."
-SOLVER_SUFFIX = "Please reason step by step, and put your final answer within \\boxed{}."
+FEWSHOT = "fewshot"  # the world's own prompt style, for small models
+
+
+@dataclass(frozen=True)
+class InstructionPrompts:
+    """A prompt style for instruction-following models, shipped by a recipe folder and registered
+    by name (``RecipeInfo.prompt_styles``): the proposer's system prompt (``{difficulty_line}`` in
+    it), its user message, what follows the question in the Solver's prompt, the default
+    difficulty line, and the ``world.challenger_prompt_line`` phrase that means that line."""
+
+    version: str  # prompt_version of the style (recorded by the run)
+    proposer_system: str
+    proposer_user: str
+    solver_suffix: str
+    difficulty_line: str
+    difficulty_phrase: str
+
+
+def prompt_style_names() -> tuple[str, ...]:
+    """The registered instruction styles (default first) and ``fewshot``."""
+    from coevo.core.registry import DEFAULT_PROMPT_STYLE, prompt_styles
+
+    names = sorted(prompt_styles(), key=lambda n: n != DEFAULT_PROMPT_STYLE)
+    return tuple(names) + (FEWSHOT,)
+
+
+def instruction_prompts(style: str) -> InstructionPrompts | None:
+    """The InstructionPrompts of a registered style (None for ``fewshot``); ValueError naming the styles."""
+    from coevo.core.registry import prompt_styles, resolve
+
+    if style == FEWSHOT:
+        return None
+    refs = prompt_styles()
+    if style not in refs:
+        raise ValueError(f"prompt_style must be one of {', '.join(prompt_style_names())}, got {style!r}")
+    return resolve(refs[style])
+
 
 # prompt_style="fewshot": one worked example per prompt (rotated for variety)
 FEWSHOT_EXAMPLES = (
@@ -123,14 +143,15 @@ class MathWorld:
     verifier_kind: str = "math"  # default verifier kind of answer checks (coevo.verify KINDS)
     verifier_options: dict = {}
 
-    def __init__(self, difficulty_line: str | None = DIFFICULTY_LINE, system_in_prompt: bool = True,
+    def __init__(self, difficulty_line: str | None = ..., system_in_prompt: bool = True,
                  pool: Any = None, timeout_s: float = 5.0, eval_path: str | Path | None = None,
-                 prompt_style: str = "rzero", answer_extraction: str = "boxed") -> None:
-        if prompt_style not in ("rzero", "fewshot"):
-            raise ValueError(f"prompt_style must be rzero or fewshot, got {prompt_style!r}")
+                 prompt_style: str = DEFAULT_PROMPT_STYLE, answer_extraction: str = "boxed") -> None:
+        """``difficulty_line``: ``...`` = the style's own line; None or "" = none."""
+        self._prompts = instruction_prompts(prompt_style)  # None: fewshot
         if answer_extraction not in ("boxed", "lenient"):
             raise ValueError(f"answer_extraction must be boxed or lenient, got {answer_extraction!r}")
-        self.difficulty_line = difficulty_line or ""
+        style_line = self._prompts.difficulty_line if self._prompts else ""
+        self.difficulty_line = style_line if difficulty_line is ... else (difficulty_line or "")
         self.system_in_prompt = system_in_prompt
         self.prompt_style = prompt_style
         self.answer_extraction = answer_extraction
@@ -138,8 +159,8 @@ class MathWorld:
         self.timeout_s = timeout_s
         self.eval_path = Path(eval_path) if eval_path else SAMPLE_EVAL
         self._cache: dict[tuple[str, str], Any] = {}
-        if prompt_style == "rzero":
-            self.prompt_version = "math-rzero-v1" + ("" if self.difficulty_line == DIFFICULTY_LINE else "-custom")
+        if self._prompts is not None:
+            self.prompt_version = self._prompts.version + ("" if self.difficulty_line == style_line else "-custom")
         else:
             self.prompt_version = "math-fewshot-v1"
         if answer_extraction != "boxed":
@@ -148,20 +169,22 @@ class MathWorld:
     # proposer side -------------------------------------------------------
     @property
     def challenger_system(self) -> str:
-        return CHALLENGER_SYSTEM_TEMPLATE.format(difficulty_line=self.difficulty_line)
+        """The proposer's system prompt of an instruction style, with the difficulty line."""
+        return self._prompts.proposer_system.format(difficulty_line=self.difficulty_line) if self._prompts else ""
 
     def proposer_prompts(self, n: int, seed: int = 0) -> list[str]:
-        if self.prompt_style == "fewshot":
+        if self._prompts is None:
             ex = FEWSHOT_EXAMPLES
             return [FEWSHOT_CHALLENGER.format(q=ex[(seed + i) % len(ex)][0], a=ex[(seed + i) % len(ex)][1])
                     for i in range(n)]
-        p = f"{self.challenger_system}\n\n{CHALLENGER_USER}" if self.system_in_prompt else CHALLENGER_USER
+        user = self._prompts.proposer_user
+        p = f"{self.challenger_system}\n\n{user}" if self.system_in_prompt else user
         return [p] * n
 
     def response_format(self, kind: str) -> ResponseFormat | None:
         """fewshot: the Challenger's answer is prefilled with ``<question>`` and stopped at
         ``</question>``; the Solver's starts with ``Solution:`` and stops at a new ``Problem:``."""
-        if self.prompt_style != "fewshot":
+        if self._prompts is not None:
             return None
         if kind == SYNTHESIS:
             return ResponseFormat(prefix="Problem:", stop=FEWSHOT_SYNTH_STOPS)
@@ -170,7 +193,7 @@ class MathWorld:
         return ResponseFormat(prefix="Solution:", stop=("\nProblem:",))
 
     def parse_task(self, text: str, task_id: str) -> ParseResult:
-        if self.prompt_style == "fewshot":
+        if self._prompts is None:
             return self._parse_fewshot(text or "", task_id)
         q, reason = last_question(text)
         if q is None:
@@ -200,7 +223,7 @@ class MathWorld:
 
     def synthesizer_prompts(self, n: int, seed: int = 0) -> list[str]:
         """n Synthesizer prompts: the instruction (rzero style) or one worked example, rotated (fewshot)."""
-        if self.prompt_style == "fewshot":
+        if self._prompts is None:
             ex, sol = FEWSHOT_EXAMPLES, FEWSHOT_SOLUTIONS
             return [FEWSHOT_SYNTH.format(q=ex[(seed + i) % len(ex)][0], s=sol[(seed + i) % len(ex)],
                                          a=ex[(seed + i) % len(ex)][1]) for i in range(n)]
@@ -211,7 +234,7 @@ class MathWorld:
         world's verdicts: ``schema``, ``well_posed`` (``question_problem``), ``legality``
         (``answer_problem``, ended with <eos>/stop, nothing outside the blocks).  ``fewshot``:
         the Problem / Solution pattern instead (``_parse_synthesis_fewshot``)."""
-        if self.prompt_style == "fewshot":
+        if self._prompts is None:
             return self._parse_synthesis_fewshot(text, task_id, finish_reason)
         b = blocks(text)
         q = b["question"][0].strip() if len(b["question"]) == 1 else ""
@@ -286,9 +309,9 @@ class MathWorld:
 
     # solver side ---------------------------------------------------------
     def solver_prompt(self, task: Task) -> str:
-        if self.prompt_style == "fewshot":
+        if self._prompts is None:
             return FEWSHOT_SOLVER.format(q=task.question)
-        return f"{task.question}\n\n{SOLVER_SUFFIX}"
+        return f"{task.question}\n\n{self._prompts.solver_suffix}"
 
     def extract_answer(self, text: str) -> str | None:
         a = last_boxed(text)
@@ -347,15 +370,24 @@ class MathWorld:
         return st
 
     @classmethod
+    def option_names(cls) -> frozenset:
+        """None: its settings are fields of the world section (``prompt_style``, ``answer_extraction``,
+        ``challenger_prompt_line``)."""
+        return frozenset()
+
+    @classmethod
     def from_config(cls, cfg) -> "MathWorld":
-        """From the run config: ``world.challenger_prompt_line`` is the difficulty phrase."""
-        phrase = getattr(cfg.world, "challenger_prompt_line", None)
-        line = DIFFICULTY_LINE
-        if phrase is not None and phrase.replace(" ", "") != "fewerthan30%ofadvancedhigh-schoolstudentscouldsolveit":
+        """From the run config: ``world.challenger_prompt_line`` is the difficulty phrase (the style's
+        own phrase, spaces aside, means the style's own line)."""
+        w = cfg.world
+        world = cls(timeout_s=float(cfg.verify.timeout_s), prompt_style=w.prompt_style,
+                    answer_extraction=w.answer_extraction)
+        phrase, own = w.challenger_prompt_line, world._prompts
+        if own is not None and phrase.replace(" ", "") != own.difficulty_phrase.replace(" ", ""):
             line = f"Aim for a difficulty such that {phrase.strip().rstrip('.')}. " if phrase.strip() else ""
-        return cls(difficulty_line=line, timeout_s=float(getattr(getattr(cfg, "verify", None), "timeout_s", 5.0)),
-                   prompt_style=getattr(cfg.world, "prompt_style", "rzero"),
-                   answer_extraction=getattr(cfg.world, "answer_extraction", "boxed"))
+            world = cls(difficulty_line=line, timeout_s=world.timeout_s, prompt_style=w.prompt_style,
+                        answer_extraction=w.answer_extraction)
+        return world
 
     def group_answers(self, answers: Sequence[str | None]) -> list[int]:
         """Cluster id per answer (pairwise equivalence against cluster representatives, as

@@ -1,7 +1,9 @@
 """R-Zero (R-Zero §2.1–§2.4, §3.1): a Challenger and a Solver co-evolve from zero data.
 
 The folder: ``recipe.py`` (the steps), ``config.py`` (section ``rzero``), ``summary.py`` (round
-columns and ledger views), ``report.py`` (report section), ``presets/`` (``cpu``, ``paper``).
+columns and ledger views), ``report.py`` (report section), ``prompts.py`` (R-Zero's math prompts:
+the math world's prompt style ``rzero``), ``importer.py`` and ``commands.py`` (``coevo import
+rzero``), ``pretrain.py`` (its tiny assets), ``presets/`` (``cpu``, ``paper``).
 The rewards are the shared formulas of ``coevo.rewards`` (uncertainty, repetition penalty).
 """
 from coevo.core.registry import RecipeInfo, RoleSpec
@@ -26,4 +28,7 @@ RECIPES = {NAME: RecipeInfo(
     column_names=COLUMN_NAMES, round_columns="coevo.recipes.rzero.summary:round_columns",
     report_sections=("coevo.recipes.rzero.report:section",),
     experiments={"rzero-seeds": "coevo.recipes.rzero.experiments:EXPERIMENT"},
+    prompt_styles={NAME: "coevo.recipes.rzero.prompts:MATH_PROMPTS"},
+    pretrain="coevo.recipes.rzero.pretrain:ASSETS",
+    commands=("coevo.recipes.rzero.commands:register",),
     description="R-Zero: Challenger (uncertainty - repetition) and Solver (majority-vote pseudo-labels)")}

@@ -1,5 +1,7 @@
-"""R-Zero's own files into coevo's ledger rows: ``coevo import rzero`` (the command and the run
-directory writing are ``coevo.integrations.importers.import_rzero``; docs/verl.md, "R-Zero").
+"""R-Zero's own files into a coevo run directory: ``coevo import rzero`` (the command:
+``coevo/recipes/rzero/commands.py``; ``import_rzero`` here, re-exported by
+``coevo.integrations.importers``; the run directory is written by ``coevo.ledger.imported``;
+docs/verl.md, "R-Zero").
 
 What R-Zero writes (``question_evaluate/evaluate.py``, ``json.dump(results_all, f, indent=4)``):
 ``{save_name}_{suffix}_results.json``, a list of ``{question, answer, score, results}``, where
@@ -26,6 +28,7 @@ from typing import Any, Optional
 from coevo.core.policy import Completion
 from coevo.core.records import RecordError, json_records
 from coevo.core.world import Task
+from coevo.ledger.imported import Bad, check_out, first_bad, read_references, write_run
 from coevo.ledger.rows import dumps, rollout_row, task_row, verdict_row_of
 from coevo.recipes.rzero import CHALLENGER, NAME, SOLVER
 
@@ -167,3 +170,34 @@ def import_config(recipe: str, src: Path, verifier: str, references: Optional[Pa
     return {"recipe": recipe, "import": {"source": NAME, "path": str(src), "verifier": verifier,
                                          "references": str(references) if references else None},
             NAME: {"delta": delta}}
+
+
+# runs.recipe of an imported R-Zero run: its registry entry among the imported runs' (coevo report)
+IMPORTED_RECIPE = f"coevo.integrations.imported:{NAME}"
+
+
+def import_rzero(src: Path, out: Path, references: Optional[Path] = None, delta: float = 0.2,
+                 verifier: str = "math", workers: Optional[int] = None) -> dict:
+    """R-Zero ``*_results.json`` files into the run directory ``out`` (one round per save_name).
+    ``delta`` = 0.2 keeps 0.3 <= score <= 0.7 (``question_evaluate/upload.py``'s defaults)."""
+    from coevo.recipes.rzero.summary import round_columns
+    from coevo.verify.run import shared_run_verifier
+
+    src, out = Path(src), Path(out)
+    check_out(out)
+    items, bad, files = read_results(src)
+    refs: dict[str, str] = {}
+    if references is not None:
+        refs, bad_refs = read_references(Path(references))
+        bad += bad_refs
+        files.append(str(references))
+    if not items:
+        raise Bad(f"no readable question in {src} ({len(bad)} malformed records; first: {first_bad(bad)})")
+    rv = shared_run_verifier(verifier, None, workers)
+    steps = {}
+    for rnd, save in enumerate(saves(items), 1):
+        rows, metrics = round_rows(out.name, rnd, [it for it in items if it["_save"] == save], refs, rv, delta)
+        metrics["save_name"] = save
+        steps[rnd] = (rnd, "dataset", rows, metrics)
+    cfg = import_config(IMPORTED_RECIPE, src, verifier, references, delta)
+    return write_run(out, NAME, cfg, steps, files, len(items), bad, rv, round_columns=round_columns)
