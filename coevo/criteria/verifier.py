@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
@@ -49,9 +50,20 @@ class Channels:
     judge_unknown_rate: float = 0.0
     length_budget: Optional[int] = None
     seed: int = 0
+    # answer-dependent channels (docs/criteria.md "Abstention with consequences"); defaults: off
+    judge_unknown_wrong_rate: Optional[float] = None  # sim_judge's unknown rate where its proxy says 0
+    timeout_power: float = 1.0  # timeout hazard rate * (len / ref_len) ** power; 0: independent of length
+    unparsable_format: Optional[str] = None  # regex on the located part: that output format ...
+    unparsable_format_rate: float = 0.0  # ... abstains unparsable at this rate (parsing kinds)
 
     def __post_init__(self):
-        for k in ("timeout_rate", "unparsable_rate", "judge_unknown_rate"):
+        if self.judge_unknown_wrong_rate is not None and not 0.0 <= self.judge_unknown_wrong_rate <= 1.0:
+            raise ValueError(f"judge_unknown_wrong_rate must be in [0, 1], got {self.judge_unknown_wrong_rate}")
+        if self.timeout_power < 0:
+            raise ValueError(f"timeout_power must be >= 0, got {self.timeout_power}")
+        if self.unparsable_format is not None:
+            re.compile(self.unparsable_format)
+        for k in ("timeout_rate", "unparsable_rate", "judge_unknown_rate", "unparsable_format_rate"):
             v = getattr(self, k)
             if not 0.0 <= v <= 1.0:
                 raise ValueError(f"{k} must be in [0, 1], got {v}")
@@ -60,8 +72,21 @@ class Channels:
 
     @property
     def tag(self) -> str:
-        return (f"t{self.timeout_rate:g}-u{self.unparsable_rate:g}-j{self.judge_unknown_rate:g}"
+        base = (f"t{self.timeout_rate:g}-u{self.unparsable_rate:g}-j{self.judge_unknown_rate:g}"
                 f"-L{self.length_budget}-s{self.seed}")
+        if self.judge_unknown_wrong_rate is not None:
+            base += f"-jw{self.judge_unknown_wrong_rate:g}"
+        if self.timeout_power != 1.0:
+            base += f"-tp{self.timeout_power:g}"
+        if self.unparsable_format is not None:
+            base += f"-uf{self.unparsable_format_rate:g}:{hashlib.sha1(self.unparsable_format.encode()).hexdigest()[:8]}"
+        return base
+
+    def timeout_hazard(self, length: int, ref_len: int) -> float:
+        """Probability that a check of an answer of ``length`` characters times out (below the budget)."""
+        if self.timeout_power == 1.0:  # the original expression, bit for bit (pinned runs)
+            return min(1.0, self.timeout_rate * length / ref_len)
+        return min(1.0, self.timeout_rate * (length / ref_len) ** self.timeout_power)
 
 
 def hash01(*parts: Any) -> float:
@@ -158,7 +183,7 @@ class CriterionVerifier(Verifier):
         ref_len = ref.get("ref_len") or max(len(text), 1)
         if ch.length_budget is not None and len(text) > ch.length_budget:
             return _sim("timeout", "length-budget", length=len(text), budget=ch.length_budget)
-        if ch.timeout_rate > 0 and hash01(ch.seed, "timeout", *salt, text) < min(1.0, ch.timeout_rate * len(text) / ref_len):
+        if ch.timeout_rate > 0 and hash01(ch.seed, "timeout", *salt, text) < ch.timeout_hazard(len(text), ref_len):
             return _sim("timeout", "time-budget", length=len(text), ref_len=ref_len)
         part = locate(text, self.locate)
         if part is None or part == "":
@@ -168,17 +193,31 @@ class CriterionVerifier(Verifier):
         if self.kind in PARSING_KINDS and ch.unparsable_rate > 0 and \
                 hash01(ch.seed, "unparsable", *salt, text) < ch.unparsable_rate:
             return _sim("unparsable", "parser-gap", part=part[:80])
+        if self.kind in PARSING_KINDS and ch.unparsable_format is not None and ch.unparsable_format_rate > 0 and \
+                re.search(ch.unparsable_format, part) and hash01(ch.seed, "format", *salt, text) < ch.unparsable_format_rate:
+            return _sim("unparsable", "format-gap", part=part[:80])
         if self.kind == "sim_judge":
-            if ch.judge_unknown_rate > 0 and hash01(ch.seed, "judge", *salt, text) < ch.judge_unknown_rate:
-                return _sim("judge-unknown", "simulated-judge")
-            proxy = spec["proxy"]
-            v = inner_check(proxy["kind"], proxy["spec"], part, {}, ref)
-            v.detail = {**v.detail, "simulated_judge": True, "proxy_kind": proxy["kind"]}
-            return v
+            return _sim_judge(ch, spec, part, ref, hash01(ch.seed, "judge", *salt, text))
         return inner_check(self.kind, spec, part, self.options, ref)
 
     def describe(self) -> dict:
         return {"kind": self.kind, "locate": self.locate, "options": self.options, "channels": asdict(self.channels)}
+
+
+def _sim_judge(ch: Channels, spec: dict, part: str, ref: dict, draw: float) -> Verdict:
+    """The simulated judge: unknown at ``judge_unknown_rate`` (or, where its proxy verdict is 0 and
+    ``judge_unknown_wrong_rate`` is set, at that rate), else the proxy criterion's verdict."""
+    proxy = spec["proxy"]
+    if ch.judge_unknown_wrong_rate is None:
+        if ch.judge_unknown_rate > 0 and draw < ch.judge_unknown_rate:
+            return _sim("judge-unknown", "simulated-judge")
+        v = inner_check(proxy["kind"], proxy["spec"], part, {}, ref)
+    else:
+        v = inner_check(proxy["kind"], proxy["spec"], part, {}, ref)
+        if draw < (ch.judge_unknown_wrong_rate if v.value == 0 else ch.judge_unknown_rate):
+            return _sim("judge-unknown", "simulated-judge", unsure_on_wrong=v.value == 0)
+    v.detail = {**v.detail, "simulated_judge": True, "proxy_kind": proxy["kind"]}
+    return v
 
 
 def _sim(reason: str, channel: str, **detail) -> Verdict:

@@ -25,6 +25,12 @@ solution's length), ``length_budget`` (answers longer than this many characters 
 time out), ``unparsable_rate`` (a simulated parser gap on parsing kinds; really
 malformed steps are unparsable at any rate), ``judge_unknown_rate`` (the SIMULATED judge
 says unknown), ``channel_seed``.  A real pool timeout comes from ``verify.timeout_s``.
+Answer-dependent channels (off by default; docs/criteria.md "Abstention with consequences"):
+``judge_unknown_wrong_rate`` (the simulated judge's unknown rate where the method is wrong),
+``timeout_power`` (hazard ``timeout_rate * (len / ref_len) ** power``: 0 flat, > 1 strikes
+long answers), ``unparsable_format`` / ``unparsable_format_rate`` (located parts in that
+output format abstain unparsable).  ``train_exclude``: conversions never drawn for training
+(a held-out criteria family).
 
 Proposer side: the bank is the proposer — ``sample_tasks(n, seed)`` draws training
 prompts (train split); ``eval_set()`` holds ``eval_n`` distinct held-out prompts (eval
@@ -46,8 +52,8 @@ from coevo.criteria.bank import BankEntry, Criterion
 from coevo.criteria.scoring import CriteriaScorer, criterion_pairs
 from coevo.criteria.verifier import Channels, locate
 from coevo.core.world import ParseResult, Task, last_question
-from coevo.worlds.criteria_gen import (LENGTH_UNITS, Problem, distinct_problems, parse_question, sample_problems,
-                                       split_of)
+from coevo.worlds.criteria_gen import (CONVERSIONS, LENGTH_UNITS, Problem, distinct_problems, parse_question,
+                                       sample_problems, split_of)
 
 SOLVE = "<solve>"
 WRONG_UNIT_PATTERN = r"[0-9] ?(s|min|h)(;|$)"
@@ -137,6 +143,14 @@ class CriteriaWorld:
     judge_unknown_rate: float = 0.0
     length_budget: Optional[int] = None
     channel_seed: int = 0
+    # abstention that depends on the answer (docs/criteria.md "Abstention with consequences"; off by default)
+    judge_unknown_wrong_rate: Optional[float] = None
+    timeout_power: float = 1.0
+    unparsable_format: Optional[str] = None
+    unparsable_format_rate: float = 0.0
+    # a held-out criteria family: conversions (``Problem.conversion``, e.g. "cm-mm") never drawn for
+    # training; the held-out set keeps them, so its by-difficulty accuracy on them is the family's
+    train_exclude: tuple = ()
     judge: Optional[dict] = None   # llm_judge options (base_url, model, api_key_env ...): real judge
     # a third, lighter criterion on the arithmetic axis (step 2's expression, weight 0.5). With the
     # default layout every axis has at most two equally weighted positive criteria, and then no rank
@@ -154,7 +168,13 @@ class CriteriaWorld:
 
     def __post_init__(self):
         self.channels = Channels(self.timeout_rate, self.unparsable_rate, self.judge_unknown_rate,
-                                 self.length_budget, self.channel_seed)
+                                 self.length_budget, self.channel_seed, self.judge_unknown_wrong_rate,
+                                 self.timeout_power, self.unparsable_format, self.unparsable_format_rate)
+        self.train_exclude = tuple(self.train_exclude or ())
+        known = {f"{a}-{b}" for a, b, _ in CONVERSIONS}
+        bad = sorted(set(self.train_exclude) - known)
+        if bad or len(set(self.train_exclude)) >= len(known):
+            raise ValueError(f"world.options.train_exclude: {bad or 'every conversion'} (conversions: {sorted(known)})")
 
     @classmethod
     def option_names(cls) -> frozenset:
@@ -180,7 +200,7 @@ class CriteriaWorld:
 
     def sample_tasks(self, n: int, seed: int = 0) -> list[Task]:
         """n training prompts (train split; the bank as the proposer)."""
-        return [self.task_of(p) for p in sample_problems(n, self.seed * 100_003 + seed, "train")]
+        return [self.task_of(p) for p in sample_problems(n, self.seed * 100_003 + seed, "train", self.train_exclude)]
 
     def eval_set(self) -> Sequence[Task]:
         """``eval_n`` distinct held-out prompts (eval split), fixed by ``eval_seed``."""

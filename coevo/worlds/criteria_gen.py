@@ -113,13 +113,14 @@ def random_problem(rng: random.Random) -> Problem:
             return p
 
 
-def sample_problems(n: int, seed: int, split: str = "train") -> list[Problem]:
-    """n problems of one split (repeats allowed: the space holds a few thousand)."""
+def sample_problems(n: int, seed: int, split: str = "train", exclude: tuple = ()) -> list[Problem]:
+    """n problems of one split (repeats allowed: the space holds a few thousand), none of whose
+    conversion (``Problem.conversion``) is in ``exclude``."""
     rng = random.Random(f"criteria-{split}-{seed}")
     out: list[Problem] = []
     while len(out) < n:
         p = random_problem(rng)
-        if split_of(p.question) == split:
+        if split_of(p.question) == split and p.conversion not in exclude:
             out.append(p)
     return out
 
