@@ -36,4 +36,5 @@ RECIPES = {"vgopd": RecipeInfo(
     summary_columns=SUMMARY_COLUMNS, optional_summary_columns=OPTIONAL_COLUMNS, column_names=COLUMN_NAMES,
     tables=TABLES, report_sections=("coevo.recipes.vgopd.report:section",),
     predictions="coevo.recipes.vgopd.predictions:evaluate_casa_predictions",
+    experiments={"casa-arms": "coevo.recipes.vgopd.experiments:EXPERIMENT"},
     description="VG-OPD: verifier-gated multi-expert distillation under CASA's arms A / B / C")}
