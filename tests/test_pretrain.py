@@ -50,3 +50,36 @@ def test_pretrain_regenerates_shipped_checkpoints(tmp_path):
     out = json.loads(run_coevo("pretrain", "--role", "all", "--out", str(tmp_path), "-q", "--json", timeout=3600).stdout)
     for role in ROLES:
         assert out[role]["sha256_state"] == info[role]["sha256_state"], role
+
+
+def test_arithmetic_assets_are_declared_by_the_recipe_folders():
+    """The solver's spec is the core's; every other arithmetic asset comes from the folder of the recipe
+    that loads it (RecipeInfo.pretrain), so coevo.pretrain names no role of a recipe."""
+    from coevo.core.registry import builtin_recipes, resolve
+    from coevo.pretrain import RECIPES, SOLVER_SPEC
+
+    declared = {}
+    for info in builtin_recipes():
+        if info.pretrain:
+            declared.update(resolve(info.pretrain))
+    assert ROLES == ("solver", *declared) and RECIPES["solver"] is SOLVER_SPEC
+    loaded = {r.asset for info in builtin_recipes() for r in info.roles if r.asset in RECIPES}
+    assert loaded == {"solver", "challenger", "synthesizer"}  # the RoleSpec.asset of R-Zero's and SynCo's roles
+    assert {RECIPES[a]["task"] for a in ROLES} == {"solve", "propose", "synthesize"}
+
+
+def test_six_steps_of_each_arithmetic_asset_are_pinned():
+    """6 single-threaded steps of every arithmetic asset give the weights the code gave before the specs
+    moved to the recipe folders (digests computed with coevo/pretrain at 2dbcad5)."""
+    import torch
+
+    from coevo.pretrain import train_role
+
+    pinned = {"solver": "1af65e49a91abee9", "challenger": "a6527100f8b1f2a1", "synthesizer": "d006be824eb5b95d",
+              "shared": "dba776b024c03f0d"}
+    prev = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        assert {r: state_digest(train_role(r, steps=6))[:16] for r in ROLES} == pinned
+    finally:
+        torch.set_num_threads(prev)
