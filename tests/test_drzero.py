@@ -181,6 +181,29 @@ def test_null_check_no_misreading_gives_zero_ff(tmp_path):
         assert ff["value"] == 0.0 and ff["se"] == 0.0 and ff["n"] == 8
 
 
+def test_replay_bank_then_aux_then_score(tmp_path):
+    # crossfit.replay: one round of bank, aux, score, audit (and the evals); the proposer is not trained
+    res = {}
+    for strategy in ("same-source", "random-question", "source-id"):
+        for null, misread in (("", ("src0", "src1")), ("null-", ())):
+            (tmp_path / f"{null}{strategy}").mkdir()
+            led, rec, m, _, _ = run_recipe(tmp_path / f"{null}{strategy}", "crossfit",
+                                           ["crossfit.replay=true", f"crossfit.fold_strategy={strategy}"], misread)
+            assert [s.phase for s in rec.plan()] == ["eval", "bank", "aux", "score", "audit", "eval"]
+            assert not led.query("SELECT count(*) AS n FROM rewards WHERE role = 'proposer'")[0]["n"]
+            bank = [r["question"] for r in led.query("SELECT question FROM tasks WHERE kept ORDER BY task_id")]
+            res[null + strategy] = (m["audit"][0]["false_agreement"], bank, m["score"][0])
+            led.close()
+    banks = {tuple(b) for _, b, _ in res.values()}
+    assert len(banks) == 1 and len(next(iter(banks))) == 8  # one bank for every arm of a seed
+    # the stub's misread sources src0, src1: 2 of 8 drafts wrong; a scorer that reads the source agrees
+    assert res["same-source"][0]["value"] == res["random-question"][0]["value"] == 2 / 8
+    assert res["source-id"][0]["value"] == 0.0
+    for s in ("same-source", "random-question", "source-id"):
+        assert res["null-" + s][0]["value"] == 0.0 and res["null-" + s][0]["n"] == 8
+        assert res[s][2]["rollouts"] == {"score": 8 * 5}
+
+
 def test_summary_keeps_round_estimates_whole():
     from coevo.runner import recipe_columns
 

@@ -1,6 +1,6 @@
 """The real CLI in subprocesses for the False Frontiers recipes on the facts world with the shipped
 tiny search agents (coevo/assets/facts_*.pt): a minimal ``coevo run --recipe drzero`` (default
-suite), the three recipes and the fold ablation with tiny budgets (slow)."""
+suite), the three recipes with tiny budgets and the two False Frontiers experiments at their CI budgets (slow)."""
 import json
 
 import duckdb
@@ -55,20 +55,54 @@ def test_crossfit_runs(tmp_path, recipe):
     assert scorers <= {"aux_a", "aux_b"}
 
 
+def _experiment(name: str, out, *extra) -> dict:
+    p = run_coevo("experiment", name, "--budget", "ci", "--jobs", "2", "--json", "-q", "--out", str(out), *extra,
+                  timeout=900)
+    return json.loads(p.stdout)
+
+
+def _comparable(res: dict) -> dict:
+    return {k: v for k, v in res.items() if k not in ("timing", "report", "report_error")}
+
+
 @pytest.mark.slow
-def test_crossfit_ablation_json_shape(tmp_path):
-    p = run_coevo("experiment", "crossfit-ablation", "--json", "--seeds", "2", "--bank", "6", "--aux-steps", "1",
-                  "--no-costs", "--out", str(tmp_path / "abl"), "--set", "crossfit.aux_prompts=2",
-                  "--set", "crossfit.aux_group=2", "--set", "drzero.max_turns=2", timeout=900)
-    res = json.loads(p.stdout)
-    assert set(res["strategies"]) == {"same-source", "random-question", "source-id"}
-    for row in res["strategies"].values():
-        for key in ("ff", "proposer_reward"):
-            assert set(row[key]) == {"mean", "ci_low", "ci_high", "n_seeds", "per_seed"}
-            assert row[key]["n_seeds"] == 2
-    assert len(res["per_seed"]) == 2 and (tmp_path / "abl" / "crossfit_ablation.png").exists()
+def test_crossfit_ablation_ci_grid_resume_verdicts(tmp_path):
+    """The fold ablation at its CI budget (2 seeds x 6 arms of the replay): claims with verdicts, the
+    null world at 0 in every strategy, then a finished run made unfinished resumes to the same JSON."""
+    out = tmp_path / "abl"
+    res = _experiment("crossfit-ablation", out)
+    assert res["complete"] and not res["failed"] and res["seeds"] == [0, 1]
+    claims = {c["name"]: c for c in res["claims"]}
+    head = [c for c in res["claims"] if c["headline"]]
+    assert [c["name"] for c in head] == ["source-id-below-random-question"]
+    for c in claims.values():
+        assert c["verdict"] in ("reproduced", "refuted", "inconclusive", "measured"), c
+    for s in ("same-source", "random-question", "source-id"):
+        assert claims[f"null-ff-{s}"]["estimate"] == 0.0 and claims[f"null-ff-{s}"]["ci_high"] == 0.0
+    assert claims["ff-source-id"]["estimate"] == 0.0  # the scorer never retrieves the question's source
+    assert len(res["runs"]) == 12 and len(res["tables"]["Runs (one bank per seed)"]["rows"]) == 12
+    (out / "runs" / "random-question-s1" / "summary.json").unlink()  # unfinished: resumed, not restarted
+    again = _experiment("crossfit-ablation", out)
+    assert again["timing"]["runs_reused"] == 11 and _comparable(again) == _comparable(res)
 
 
-def test_experiment_bad_strategy_is_one_line_error(tmp_path):
-    p = run_coevo("experiment", "crossfit-ablation", "--strategies", "nope", "--out", str(tmp_path), check=False)
-    assert p.returncode == 2 and "unknown nope" in p.stderr and "Traceback" not in p.stderr
+@pytest.mark.slow
+def test_drzero_arms_ci_grid_and_costs(tmp_path):
+    """The arms experiment at its CI budget: 4 arms x 2 seeds, 2 rounds; the headline claim, per-arm
+    FF / pseudo-label / EM / Cover-EM measurements, rollout ratios against Dr. Zero, CPU per arm."""
+    res = _experiment("drzero-arms", tmp_path / "arms")
+    assert res["complete"] and not res["failed"]
+    claims = {c["name"]: c for c in res["claims"]}
+    assert [c["name"] for c in res["claims"] if c["headline"]] == ["ff-drzero-vs-msv+crossfit"]
+    for a in ("drzero", "msv", "crossfit", "msv+crossfit"):
+        for k in ("ff", "pl", "em", "cover-em"):
+            assert claims[f"{k}-{a}"]["n"] == 2, (k, a)
+    assert claims["rollouts-crossfit"]["estimate"] > 0 and claims["rollouts-msv+crossfit"]["estimate"] > 0
+    assert set(res["timing"]["per_arm"]) == {"drzero", "msv", "crossfit", "msv+crossfit"}
+    rows = res["tables"]["Runs"]["rows"]
+    assert len(rows) == 8 and all(len(r[2].split(" / ")) == 2 for r in rows)  # FF of both rounds
+
+
+def test_experiment_unknown_budget_is_one_line_error(tmp_path):
+    p = run_coevo("experiment", "crossfit-ablation", "--budget", "nope", "--out", str(tmp_path), check=False)
+    assert p.returncode != 0 and "unknown budget" in p.stderr and "Traceback" not in p.stderr

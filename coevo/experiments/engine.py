@@ -283,8 +283,20 @@ def timing(grid: List[RunSpec], runs_dir: Path, wall: float, jobs, executor: str
     return _clean({
         "wall_s": wall, "executor": executor, "jobs": jobs, "runs_reused": reused, "runs": per,
         "runs_wall_s": run_wall, "runs_cpu_s": sum(p["cpu_s"] for p in known), "stage_seconds": stages,
+        "per_arm": per_arm_seconds(grid, per),
         "model_compute_share_of_steps": mc / steps_total if steps_total else None,
         "model_compute_share_of_run_wall": mc / run_wall if run_wall else None})
+
+
+def per_arm_seconds(grid: List[RunSpec], per: Dict[str, Optional[dict]]) -> dict:
+    """Mean CPU and wall seconds of one run per arm (arms in grid order; runs without timing left out)."""
+    out: Dict[str, dict] = {}
+    for r in grid:
+        if per.get(r.name) and r.arm not in out:
+            rows = [per[g.name] for g in grid if g.arm == r.arm and per.get(g.name)]
+            out[r.arm] = {"runs": len(rows), "cpu_s": sum(p["cpu_s"] for p in rows) / len(rows),
+                          "wall_s": sum(p["wall_s"] for p in rows) / len(rows)}
+    return out
 
 
 def _clean(x):

@@ -4,8 +4,8 @@
 The folder: ``recipe.py`` (the loop and its three classes), ``steps.py`` (MSV labels, the scoring
 group, solver updates, the round audit), ``crossfit.py`` (folds), ``rewards.py`` (Dr. Zero's
 proposer reward, hop-bucket advantages, MSV acceptance: pure functions), ``config.py`` (sections
-``drzero``, ``crossfit``, ``audit``), ``report.py`` (report section), ``ablation.py`` (``coevo
-experiment crossfit-ablation``), ``presets/`` (``drzero``, ``crossfit``, ``msv+crossfit``).
+``drzero``, ``crossfit``, ``audit``), ``report.py`` (report section), ``experiments.py`` (``coevo
+experiment crossfit-ablation`` and ``drzero-arms`` on the experiment engine), ``presets/`` (``drzero``, ``crossfit``, ``msv+crossfit``).
 """
 from coevo.core.registry import RecipeInfo, RoleSpec
 from coevo.recipes.drzero.config import AuditConfig, CrossFitConfig, DrZeroConfig
@@ -28,10 +28,15 @@ _DZ = {"drzero": DrZeroConfig, "audit": AuditConfig}
 _CF = {"drzero": DrZeroConfig, "crossfit": CrossFitConfig, "audit": AuditConfig}
 
 
+_EXPERIMENTS = {"crossfit-ablation": "coevo.recipes.drzero.experiments:ABLATION",
+                "drzero-arms": "coevo.recipes.drzero.experiments:DRZERO_ARMS"}
+
+
 def _info(name: str, cls: str, roles: tuple, sections: dict, description: str) -> RecipeInfo:
     return RecipeInfo(name=name, factory=f"coevo.recipes.drzero.recipe:{cls}", roles=roles, sections=sections,
                       worlds=("facts",), summary_columns=_COLS, column_names=COLUMN_NAMES,
-                      report_sections=_SECTIONS, description=description)
+                      report_sections=_SECTIONS, description=description,
+                      experiments=_EXPERIMENTS if name == "drzero" else {})
 
 
 RECIPES = {

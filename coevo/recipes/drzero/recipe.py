@@ -34,12 +34,13 @@ from typing import Any
 import numpy as np
 
 from coevo.core.policy import full_text
-from coevo.core.world import QUESTION, ParseResult, role_sampling
+from coevo.core.world import QUESTION, ParseResult, Task, role_sampling
 from coevo.ledger.rows import dumps, task_row, verdict_row_of
 from coevo.ledger.store import StepWriter
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan
 from coevo.recipes.drzero import steps
 from coevo.recipes.drzero.crossfit import AUX_ROLES, question_fold, source_folds
+from coevo.rewards.formulas import crossfit_reward
 from coevo.stages.core import sampling_error_reason
 from coevo.stages.group import update_role
 from coevo.stages.rollout import rollout
@@ -71,6 +72,8 @@ class DrZeroRecipe(RecipeBase):
 
     def plan(self) -> list[StepSpec]:
         dz = self.cfg.drzero
+        if self.crossfit and self.cf.replay:  # False Frontiers §2.4: the fixed question-bank replay
+            return round_plan(1, [("bank", 1), ("aux", self.cf.aux_steps), ("score", 1), ("audit", 1)])
         phases = [("proposer", dz.proposer_steps)]
         if self.crossfit:
             phases.append(("aux", self.cf.aux_steps))
@@ -183,14 +186,40 @@ class DrZeroRecipe(RecipeBase):
     def _record(self, spec, tasks, labels, acc, folds, score, checks) -> None:
         for jj, j in enumerate(acc):
             t = tasks[j]
-            self.dataset.append({"task_id": t.task_id, "question": t.question, "label": labels[j],
-                                 "meta": {k: v for k, v in t.meta.items() if k != "retrieve_sources"},
-                                 "fold": folds[jj]})
-            self.audit_items.append({"task_id": t.task_id, "step": spec.step, "mu": score["mu"][jj],
-                                     "question": t.question, "label": labels[j],
-                                     "source_id": t.meta.get("source_id"),
-                                     "agrees": score["agrees"][jj], "majority": score["majority"][jj],
-                                     "label_correct": checks["label"][j], "draft_correct": checks["draft"][j]})
+            self.dataset.append(_bank_item(t, labels[j], folds[jj]))
+            self.audit_items.append(_audit_item(spec, t, labels[j], score, jj, checks["label"][j],
+                                                checks["draft"][j]))
+
+    # ------------------------------------------------------------------ replay (crossfit.replay)
+    def _bank(self, spec: StepSpec, w: StepWriter) -> dict:
+        """The replay's question bank: one proposal per context by the proposer (no update), every
+        valid one kept with its draft as the label and its fold under the strategy."""
+        self.dataset, self.audit_items = [], []
+        self.cursor = {k: 0 for k in self.cursor}
+        contexts, comps, ids, parsed = self._propose(spec)
+        valid = [i for i, p in enumerate(parsed) if p.ok]
+        tasks = [parsed[i].task for i in valid]
+        self.dataset = [_bank_item(t, t.reference, self._fold(t)) for t in tasks]
+        truths = [self.world.oracle(t) for t in tasks]
+        w.add("tasks", self._task_rows(spec, comps, ids, parsed, valid, [t.reference for t in tasks],
+                                       [""] * len(tasks), [], [], {}, truths, [int(cx.hops) for cx in contexts]))
+        return {"n_proposals": len(comps), "n_valid": len(valid), "rollouts": {"proposer": len(comps)}}
+
+    def _score(self, spec: StepSpec, w: StepWriter) -> dict:
+        """The replay's scoring: n_answers answers per bank question by the auxiliary solver its
+        strategy names (after the aux steps), the oracle's verdicts, and the audit items."""
+        ctx, n = self.ctx(spec), self.cfg.drzero.n_answers
+        tasks = [Task(d["task_id"], d["question"], d["label"], dict(d["meta"])) for d in self.dataset]
+        labels, folds = [t.reference for t in tasks], [d["fold"] for d in self.dataset]
+        truths = [self.world.oracle(t) for t in tasks]
+        score = steps.score_group(self, ctx, tasks, labels, truths, folds, w)
+        checks = self._oracle_checks(ctx, tasks, labels, truths, w)
+        self.audit_items = [_audit_item(spec, t, labels[j], score, j, checks["label"][j], checks["draft"][j])
+                            for j, t in enumerate(tasks)]
+        r_p = crossfit_reward(np.array(score["k"]), n, self.cf.outside) if tasks else np.zeros(0)
+        return {"proposer_reward_mean": float(np.mean(r_p)) if len(r_p) else None, "n_scored": len(tasks),
+                "scoring_agreement": float(np.mean(score["mu"])) if tasks else None,
+                "rollouts": {"score": len(tasks) * n}}
 
     def _task_rows(self, spec, comps, ids, parsed, valid, labels, rejects, acc, folds, score, truths,
                    hops) -> list[dict]:
@@ -210,17 +239,32 @@ class DrZeroRecipe(RecipeBase):
 
     # ------------------------------------------------------------------ solvers
     def _solver(self, spec: StepSpec, w: StepWriter) -> dict:
-        return steps.train_on(self, spec, w, self.solver, "solver", self.dataset, None)
+        out, self.cursor["solver"] = steps.train_on(self, spec, w, self.solver, "solver", self.dataset, None,
+                                                    self.cursor["solver"])
+        return out
 
     def _aux(self, spec: StepSpec, w: StepWriter) -> dict:
         out = {}
         for f, role in enumerate(AUX_ROLES):
             items = [d for d in self.dataset if d["fold"] == f]
-            out[role] = steps.train_on(self, spec, w, self.aux[f], role, items, f)
+            out[role], self.cursor[role] = steps.train_on(self, spec, w, self.aux[f], role, items, f, self.cursor[role])
         return {"aux": out, "rollouts": {r: out[r].get("n_rollouts", 0) for r in AUX_ROLES}}
 
     def _audit(self, spec: StepSpec, w: StepWriter) -> dict:
         return steps.round_audit(self, spec, self.audit_items, w)
+
+
+def _bank_item(t, label, fold) -> dict:
+    """An accepted question as the solvers train on it (the dataset's record)."""
+    return {"task_id": t.task_id, "question": t.question, "label": label,
+            "meta": {k: v for k, v in t.meta.items() if k != "retrieve_sources"}, "fold": fold}
+
+
+def _audit_item(spec, t, label, score, j: int, label_correct, draft_correct) -> dict:
+    """One audited (question, label) pair: its scoring group's agreement and the oracle's verdicts."""
+    return {"task_id": t.task_id, "step": spec.step, "mu": score["mu"][j], "question": t.question, "label": label,
+            "source_id": t.meta.get("source_id"), "agrees": score["agrees"][j], "majority": score["majority"][j],
+            "label_correct": label_correct, "draft_correct": draft_correct}
 
 
 def _mix(labels) -> dict[str, int]:
