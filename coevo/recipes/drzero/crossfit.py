@@ -14,7 +14,7 @@ by the fold-B auxiliary solver and vice versa.  The fold *strategy* is False Fro
   (no isolation at all: False Frontiers' "auxiliary solver with the question's source").
 
 Everything here is a pure function of ids and a seed, so the loop and the ablation
-(``ablation.py``) assign folds identically.
+(``crossfit.replay``, the fold ablation of ``experiments.py``) assign folds identically.
 """
 from __future__ import annotations
 
