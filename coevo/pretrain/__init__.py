@@ -269,7 +269,8 @@ def pretrain_roles(role: str, out: Path, steps: int | None = None, seed: int = 0
                                                                     p.base_tag, p.updates))
             entry = {"path": str(path), "params": n_params(pol.model), "sha256_state": state_digest(pol),
                      "seconds": round(time.time() - t0, 1), "steps": steps or {**RECIPES, **PF.FACTS_RECIPES, **PC.RECIPES}[r]["steps"],
-                     "stopped_at": getattr(pol, "stopped_at", None)}
+                     "stopped_at": getattr(pol, "stopped_at", None),
+                     "torch": torch.__version__}  # the weights are bit-for-bit only under the same torch build
             if r in RECIPES and RECIPES[r].get("diagnostics") == "levels":
                 entry["greedy_accuracy_by_level"] = solver_accuracy(pol)
             elif r in PF.FACTS_ROLES:
