@@ -61,6 +61,7 @@ class RGBCRecipe(RecipeBase):
         self.sp_synth = sampling_params(cfg, sc.synth_max_tokens)
         self.recent: list[str] = []
         self.last_bearing = rc.budget_prior
+        self.budget_owed = 0.0  # rgbc.budget_carry: extra groups owed from the previous steps' rounding
         self.rng = random.Random(cfg.seed)
 
     @staticmethod
@@ -85,10 +86,12 @@ class RGBCRecipe(RecipeBase):
         return round_plan(sc.rounds, [("train", sc.steps_per_round)])
 
     def state_dict(self) -> dict:
-        return {"recent": self.recent, "last_bearing": self.last_bearing, "rng": self.rng.getstate()}
+        return {"recent": self.recent, "last_bearing": self.last_bearing, "rng": self.rng.getstate(),
+                "budget_owed": self.budget_owed}
 
     def load_state_dict(self, st: dict) -> None:
         self.recent, self.last_bearing = list(st["recent"]), st["last_bearing"]
+        self.budget_owed = float(st.get("budget_owed", 0.0))
         self.rng.setstate(st["rng"])
         if "audit_gen" in st and hasattr(self.solver, "audit_gen"):  # a state written when the recipe owned
             self.solver.audit_gen.set_state(st["audit_gen"])  # the audit generator (tiny backend)
@@ -108,11 +111,16 @@ class RGBCRecipe(RecipeBase):
         elif not self.confirm_train and self.cfg.synco.instrument:
             self._confirm(ctx, bear, w, "confirm-instrument", "audit", "pre")
         self._doubt(states)
+        screen_doubt = self.confirm_train and self.timing == "post" and self.cfg.rgbc.doubt_screen
+        if screen_doubt:  # the bucket on the K screen answers, known before the update: it acts on both roles
+            self._doubt_screen(bear)
         self._lag_null(ctx, bear, w)
         s_metrics, rewards = self._update_reasoner(ctx, states, w)
         if self.confirm_train and self.timing == "post":
             self._confirm(ctx, bear, w, "confirm", "train", "post")
-            self._doubt(states)  # after the update the bucket can only change the Synthesizer reward
+            # after the update the 2K bucket can only change the Synthesizer reward (or, with doubt_screen,
+            # nothing: the screen decision stands for both roles; the 2K bucket is reported)
+            self._doubt(states, act=not screen_doubt)
         self._post_instrument(ctx, bear, w)
         if self.world.has_oracle:
             self._audit_pass_rates(ctx, [s for s in states if s.mu_post is not None], w, post=True)
@@ -128,7 +136,7 @@ class RGBCRecipe(RecipeBase):
         if self.cfg.rgbc.k_budget_ref is not None:  # K arm: screen rollouts per step of K = k_budget_ref
             n_tasks = budget_matched_tasks(sc.tasks_per_step, sc.k, self.cfg.rgbc.k_budget_ref, sc.synth_group)
         n_groups = n_tasks // sc.synth_group
-        extra = int(round(self.last_bearing * n_groups)) if self.matched else 0
+        extra = self._extra_groups(n_groups) if self.matched else 0
         prompts = self.world.synthesizer_prompts(n_groups + extra, self.cfg.seed + spec.step)
         outs = self.synth.sample(prompts, sc.synth_group, role_sampling(self.world, SYNTHESIS, self.sp_synth))
         comps = [(g, c) for g, cs in enumerate(outs) for c in cs]
@@ -149,6 +157,16 @@ class RGBCRecipe(RecipeBase):
             for c, v in zip(valid, judged):
                 c.reference_correct = None if v.value is None else bool(v.value)
         return cands, extra
+
+    def _extra_groups(self, n_groups: int) -> int:
+        """Budget-matched arm synco: round(budget_scale x b x groups), b = the previous step's bearing share;
+        with ``budget_carry`` the rounding remainder moves on to the next step."""
+        rc = self.cfg.rgbc
+        want = rc.budget_scale * self.last_bearing * n_groups + (self.budget_owed if rc.budget_carry else 0.0)
+        extra = max(0, int(round(want)))
+        if rc.budget_carry:
+            self.budget_owed = want - extra
+        return extra
 
     def _consensus(self, ctx: StepContext, cands: list[Candidate], w: StepWriter) -> list[TaskState]:
         """Independent solves of each validated task; the accepted ones become TaskStates."""
@@ -233,9 +251,27 @@ class RGBCRecipe(RecipeBase):
             if timing == "post":
                 s.mu_post, s.post_purpose = match_share(s.conf_verdicts), purpose
 
-    def _doubt(self, states: list[TaskState]) -> None:
+    def _doubt_screen(self, bear: list[TaskState]) -> None:
+        """``rgbc.doubt_screen``: the doubt bucket of each screen-bearing task decided on its K screen answers
+        (mode != reference and mode share >= ``doubt_stable``) before the Reasoner update; the policy drops the
+        task from both rewards or anchors both on the screen mode."""
+        rc = self.cfg.rgbc
+        if not bear:
+            return
+        votes = self.verifier.majority_votes([s.answers for s in bear])
+        agree = self.verifier.match_many([(v.label, s.reference) for v, s in zip(votes, bear)])
+        for s, v, a in zip(bear, votes, agree):
+            s.doubt_screen = bool(v.label is not None and a.value == 0 and v.p_hat >= rc.doubt_stable - 1e-12)
+            if s.doubt_screen:
+                if rc.doubt_policy == "anchor":
+                    s.anchor = v.label
+                else:
+                    s.dropped = True
+
+    def _doubt(self, states: list[TaskState], act: bool = True) -> None:
         """Mode, nu and the reference-in-doubt bucket from the 2K answers; in arms with a training
-        confirm group the bucket drops the task or anchors it on the mode (``rgbc.doubt_policy``)."""
+        confirm group the bucket drops the task or anchors it on the mode (``rgbc.doubt_policy``);
+        ``act=False``: measured and reported only."""
         rc = self.cfg.rgbc
         js = [s for s in states if s.conf_answers is not None]
         if not js:
@@ -246,7 +282,7 @@ class RGBCRecipe(RecipeBase):
             s.mode, s.share = v.label, v.p_hat
             s.nu = None if v.label is None or a.value is None else float(a.value)
             s.in_doubt = bool(s.nu == 0.0 and v.p_hat >= rc.doubt_stable - 1e-12)
-            if self.confirm_train and s.in_doubt:
+            if act and self.confirm_train and s.in_doubt:
                 if rc.doubt_policy == "anchor":
                     s.anchor = s.mode
                 else:
@@ -397,6 +433,8 @@ class RGBCRecipe(RecipeBase):
             meta.update({"p_ref": s.p_ref, "true_p_post": s.p_post, "p_ref_post": s.p_ref_post,
                          "confirm_timing": s.conf_timing or None, "confirm_purpose": s.conf_purpose or None,
                          "post_purpose": s.post_purpose or None, "dropped": s.dropped})
+            if s.doubt_screen is not None:
+                meta["doubt_screen"] = s.doubt_screen
         return task_row(self.run_id, ctx.round, ctx.step, c.task_id, "synthesizer", c.completion,
                         self.world.prompt_version, t, v.checks["well_posed"][1], c.truth, kept=s is not None,
                         meta_json=dumps(meta))

@@ -37,6 +37,7 @@ class TaskState:
     in_doubt: bool | None = None
     anchor: str | None = None
     dropped: bool = False
+    doubt_screen: bool | None = None  # rgbc.doubt_screen: in the bucket by the K screen answers (None: not decided)
     mu_post: float | None = None
     post_purpose: str = ""
     p_post: float | None = None
