@@ -27,15 +27,17 @@ from pathlib import Path
 from typing import Any
 
 from coevo.core.policy import SamplingParams
-from coevo.core.world import ANSWER, role_sampling
+from coevo.core.verdict import Verdict
+from coevo.stages import sample_verify as sv
 
 
 class EvalError(ValueError):
     """Bad evaluation input (file missing, malformed line)."""
 
 
-def _judge(verifier, preds: list[str | None], golds: list[list[str]]) -> list[dict]:
-    """One verdict dict per prediction: correct if the verifier matches it to any gold."""
+def _judge(verifier, preds: list[str | None], golds: list[list[str]]) -> list[Verdict]:
+    """One verdict per prediction: 1 if the verifier matches it to any gold; an abstention
+    (value None, the verifier's reason) only where no gold gave a decided 0; else 0."""
     pairs, owner = [], []
     for i, (p, gs) in enumerate(zip(preds, golds)):
         for g in gs:
@@ -56,6 +58,17 @@ def _judge(verifier, preds: list[str | None], golds: list[list[str]]) -> list[di
     for i, o in enumerate(out):  # a decided 0 against some gold overrides an abstention on another
         if o["abstained"] and seen_value[i]:
             o["abstained"] = False
+    return [Verdict(None, o["reason"] or "undecidable") if o["abstained"] else Verdict(o["value"]) for o in out]
+
+
+def match_any(verifier, answers: list[list[str | None]], golds: list[list[str]]) -> list[list[Verdict]]:
+    """The stage's ``match`` for benchmark files: per task, each answer judged against any of the
+    task's references (``_judge``), in one verifier call."""
+    flat = _judge(verifier, [a for ans in answers for a in ans], [g for ans, g in zip(answers, golds) for _ in ans])
+    out, j = [], 0
+    for ans in answers:
+        out.append(flat[j:j + len(ans)])
+        j += len(ans)
     return out
 
 
@@ -94,7 +107,6 @@ def evaluate_jsonl(policy, world, path: str | Path, k: int = 0, greedy: bool = T
     if not greedy and k <= 0:
         raise EvalError("nothing to do: greedy is off and k = 0")
     verifier = eval_verifier(world, verifier, pool)
-    prompts = [world.solver_prompt(t) for t in tasks]
     golds = [list(t.meta.get("answers") or [t.reference]) for t in tasks]
     levels = [str(t.meta.get("difficulty", "all")) for t in tasks]
     t0 = time.time()
@@ -110,17 +122,16 @@ def evaluate_jsonl(policy, world, path: str | Path, k: int = 0, greedy: bool = T
         result.update(temperature=temperature, top_p=top_p, k=k)
     samples = []
     for tag, n, sp in runs:
-        comps = []
-        for i in range(0, len(prompts), batch_size):
-            comps.extend(policy.sample(prompts[i:i + batch_size], n, role_sampling(world, ANSWER, sp)))
-        flat = [(j, c) for j, group in enumerate(comps) for c in group]
-        preds = [world.extract_answer(c.text) if c.finish_reason != "error" else None for _, c in flat]
-        verdicts = _judge(verifier, preds, [golds[j] for j, _ in flat])
+        got = sv.sample_verify(policy, world, tasks, n, sp, verifier, {"gold": golds}, match=match_any,
+                               chunk=batch_size)
+        flat = [(j, c) for j, group in enumerate(got.outs) for c in group]
+        preds = [a for ans in got.answers for a in ans]
+        verdicts = [v for vs in got.verdicts["gold"] for v in vs]
         cover = [cover_em(p if p is not None else c.text, golds[j]) for (j, c), p in zip(flat, preds)]
         per_task = defaultdict(list)
         per_task_cov = defaultdict(list)
         for (j, c), v, cv in zip(flat, verdicts, cover):
-            per_task[j].append(v["value"])
+            per_task[j].append(1 if v.value == 1 else 0)
             per_task_cov[j].append(cv)
         acc = [sum(per_task[j]) / len(per_task[j]) for j in range(len(tasks))]
         cov = [sum(per_task_cov[j]) / len(per_task_cov[j]) for j in range(len(tasks))]
@@ -130,7 +141,7 @@ def evaluate_jsonl(policy, world, path: str | Path, k: int = 0, greedy: bool = T
         result[cname] = sum(cov) / len(cov)
         result[f"se_{name}"] = _se(acc)
         result[f"no_answer_{tag}"] = sum(p is None for p in preds) / len(preds)
-        result[f"abstained_{tag}"] = sum(v["abstained"] for v in verdicts)
+        result[f"abstained_{tag}"] = sum(v.abstained for v in verdicts)
         result[f"errors_{tag}"] = sum(c.finish_reason == "error" for _, c in flat)
         by_level: dict[str, dict] = {}
         for lv in sorted(set(levels)):
@@ -141,8 +152,9 @@ def evaluate_jsonl(policy, world, path: str | Path, k: int = 0, greedy: bool = T
         for lv, d in by_level.items():
             result["by_level"].setdefault(lv, {}).update(d)
         if keep_samples:
-            samples.extend({"task_id": tasks[j].task_id, "run": tag, "text": c.text, "pred": p, "correct": v["value"],
-                            "cover_em": cv} for (j, c), p, v, cv in zip(flat, preds, verdicts, cover))
+            samples.extend({"task_id": tasks[j].task_id, "run": tag, "text": c.text, "pred": p,
+                            "correct": 1 if v.value == 1 else 0, "cover_em": cv}
+                           for (j, c), p, v, cv in zip(flat, preds, verdicts, cover))
     result["seconds"] = round(time.time() - t0, 2)
     if keep_samples:
         result["samples"] = samples

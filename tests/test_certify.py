@@ -9,7 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from coevo.audit.certify import certificate_from_groups, draw_groups, kappa_truth
+from coevo.audit.certify import certificate_from_groups, kappa_truth
+from coevo.stages.certify import draw_groups
 from coevo.audit.simulate import draw_pool, simulate_pool
 
 

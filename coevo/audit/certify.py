@@ -1,5 +1,7 @@
-"""The zero-training certificate (RGBC proposal §method step 1; issue #13): screen and confirm groups
-drawn with a *frozen* model on a fixed task pool, before any training.
+"""The zero-training certificate's numbers (RGBC proposal §method step 1; issue #13) from screen and
+confirm groups drawn with a *frozen* model on a fixed task pool, before any training.  This module
+holds only pure functions over given groups; the groups are drawn by ``coevo.stages.certify``
+(``certify``, ``draw_groups``: the sample -> extract -> verify stage), above the audit layer.
 
 Per task: a screen group of K rollouts, mu_1 = share judged correct against the task's
 reference by the run verifier; only when 0 < mu_1 < 1 a second, independent confirm group of
@@ -22,8 +24,7 @@ quantity ``coevo simulate`` reports, so the interval can be checked against it.
 """
 from __future__ import annotations
 
-import time
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -32,10 +33,8 @@ from coevo.audit.nullmodel import bearing_probability, invert_null_model, null_f
 from coevo.audit.predictions import judge
 from coevo.audit.simulate import FRONTIER_KAPPA, NOISE_KAPPA
 from coevo.audit.stats import Z95, wilson_interval
-from coevo.core.world import ANSWER
 
-__all__ = ["CertifyError", "P1_HOLDS", "P1_TERMINATES", "certify", "draw_groups", "certificate_from_groups",
-           "kappa_truth"]
+__all__ = ["CertifyError", "P1_HOLDS", "P1_TERMINATES", "certificate_from_groups", "kappa_truth"]
 
 P1_HOLDS = 0.45        # RGBC proposal §prediction P1: kappa-bar <= 0.45 (single-shot bearing is mostly noise)
 P1_TERMINATES = 0.70   # RGBC proposal §prediction P1: kappa-bar >= 0.70 -> a real frontier; the main axis is void
@@ -51,37 +50,6 @@ def kappa_truth(p: Sequence[float], k: int) -> float:
     §core idea), as ``coevo simulate`` reports it."""
     m = np.asarray(bearing_probability(np.asarray(p, dtype=float), k))
     return float((m * m).sum() / m.sum()) if m.sum() > 0 else float("nan")
-
-
-def draw_groups(sample: Callable[[list[int]], list[list[Optional[str]]]],
-                judge_many: Callable[[list[tuple[Optional[str], str]]], list[int]],
-                references: Sequence[str], k: int) -> dict:
-    """Screen groups for every task, confirm groups for the bearing ones.
-
-    ``sample(task_indices)`` -> per task K extracted answers (None = no answer);
-    ``judge_many(pairs)`` -> 1/0 per (answer, reference) pair (an abstention is 0)."""
-    n = len(references)
-    screen = sample(list(range(n)))
-    mu1 = _mu(screen, references, judge_many)
-    bearing = [i for i in range(n) if 0 < mu1[i] < 1]
-    confirm_ans: list[list[Optional[str]]] = [[] for _ in range(n)]
-    mu2 = np.full(n, np.nan)
-    if bearing:
-        drawn = sample(bearing)
-        vals = _mu(drawn, [references[i] for i in bearing], judge_many)
-        for j, i in enumerate(bearing):
-            confirm_ans[i], mu2[i] = drawn[j], vals[j]
-    return {"screen": screen, "confirm": confirm_ans, "mu_screen": mu1, "mu_confirm": mu2}
-
-
-def _mu(groups, refs, judge_many) -> np.ndarray:
-    pairs = [(a, r) for g, r in zip(groups, refs) for a in g]
-    vals = judge_many(pairs) if pairs else []
-    out, pos = np.zeros(len(groups)), 0
-    for i, g in enumerate(groups):
-        out[i] = float(np.mean(vals[pos:pos + len(g)])) if g else np.nan
-        pos += len(g)
-    return out
 
 
 def certificate_from_groups(groups: dict, k: int, batch: int = 32, mode_agrees: Optional[Sequence[float]] = None,
@@ -142,67 +110,4 @@ def certificate_from_groups(groups: dict, k: int, batch: int = 32, mode_agrees: 
         truth = kappa_truth(tp, k)
         out["truth"] = {"kappa_bar": truth, "bearing_probability": float(np.mean(bearing_probability(tp, k))),
                         "kappa_in_interval": bool(kv["ci_low"] <= truth <= kv["ci_high"])}
-    return out
-
-
-def _mode_flags(verifier, groups: dict, references: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Per bearing task, whether the 2K-answer mode (grouped by the verifier) matches the reference,
-    and the mode's share; NaN elsewhere."""
-    n = len(references)
-    agrees, share = np.full(n, np.nan), np.full(n, np.nan)
-    idx = [i for i in range(n) if np.isfinite(groups["mu_confirm"][i])]
-    if not idx:
-        return agrees, share
-    votes = verifier.majority_votes([list(groups["screen"][i]) + list(groups["confirm"][i]) for i in idx])
-    pairs = [(v.label, references[i]) for v, i in zip(votes, idx)]
-    checks = verifier.match_many(pairs)
-    for v, i, chk in zip(votes, idx, checks):
-        agrees[i] = 1.0 if (v.label is not None and chk.value == 1) else 0.0
-        share[i] = v.p_hat
-    return agrees, share
-
-
-def certify(policy, world, tasks: Sequence[Any], verifier, k: int = 4, sampling=None, batch: int = 32,
-            doubt_stable: float = 0.75, truth_p: Optional[Sequence[float]] = None, chunk: int = 16,
-            n_boot: int = 1000, seed: int = 0, progress: Optional[Callable[[str], None]] = None) -> dict:
-    """The certificate of a frozen ``policy`` on ``tasks`` (``world.solver_prompt`` prompts,
-    ``world.extract_answer`` answers, ``verifier.match_many`` judgements; sampling on the audit
-    stream so no training RNG moves)."""
-    from dataclasses import replace
-
-    from coevo.core.policy import SamplingParams
-    from coevo.core.world import role_sampling
-
-    if k < 2:
-        raise CertifyError(f"k must be >= 2, got {k}")
-    if not tasks:
-        raise CertifyError("the task pool is empty")
-    refs = [t.reference for t in tasks]
-    if any(r is None for r in refs):
-        raise CertifyError("every task needs a reference answer")
-    sp = role_sampling(world, ANSWER, replace(sampling or SamplingParams(), stream="audit"))
-    prompts = [world.solver_prompt(t) for t in tasks]
-    t0 = time.time()
-
-    def sample(indices: list[int]) -> list[list[Optional[str]]]:
-        out = []
-        for a in range(0, len(indices), chunk):
-            part = [prompts[i] for i in indices[a:a + chunk]]
-            for g in policy.sample(part, k, sp):
-                out.append([world.extract_answer(c.text) if c.finish_reason != "error" else None for c in g])
-            if progress:
-                progress(f"sampled {min(a + chunk, len(indices))}/{len(indices)} tasks")
-        return out
-
-    def judge_many(pairs):
-        return [1 if v.value == 1 else 0 for v in verifier.match_many(pairs)]
-
-    groups = draw_groups(sample, judge_many, refs, k)
-    agrees, share = _mode_flags(verifier, groups, refs)
-    out = certificate_from_groups(groups, k, batch=batch, mode_agrees=agrees, mode_share=share,
-                                  doubt_stable=doubt_stable, truth_p=truth_p, n_boot=n_boot, seed=seed)
-    out.update(policy_version=getattr(policy, "version", ""), world=getattr(world, "name", ""),
-               verifier_kind=verifier.kind, seconds=round(time.time() - t0, 2),
-               tasks=[{"task_id": t.task_id, "mu_screen": float(m1), "mu_confirm": None if not np.isfinite(m2) else float(m2)}
-                      for t, m1, m2 in zip(tasks, groups["mu_screen"], groups["mu_confirm"])])
     return out

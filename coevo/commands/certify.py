@@ -9,7 +9,6 @@ import typer
 from coevo.cli_common import UserError, console, fail
 from coevo.commands import model_options as mo
 from coevo.commands.output import emit, json_option
-from coevo.core.world import ANSWER
 
 
 def _arithmetic_tasks(n: int, seed: int, levels: str):
@@ -42,21 +41,6 @@ def _world(name: str, opts):
     raise UserError(f"--world {name!r}: expected math | arithmetic")
 
 
-def _truth(policy, world, tasks, verifier, n: int, sp) -> list[float]:
-    """Plug-in pass rate per task from ``n`` extra audit-stream samples."""
-    from coevo.core.world import role_sampling
-
-    sp = role_sampling(world, ANSWER, sp)
-    p = []
-    for a in range(0, len(tasks), 16):
-        part = tasks[a:a + 16]
-        groups = policy.sample([world.solver_prompt(t) for t in part], n, sp)
-        pairs = [(world.extract_answer(c.text), t.reference) for t, g in zip(part, groups) for c in g]
-        vals = [v.value == 1 for v in verifier.match_many(pairs)]
-        p.extend(sum(vals[i * n:(i + 1) * n]) / n for i in range(len(part)))
-    return p
-
-
 def register(apps: dict) -> None:
     @apps["main"].command("certify")
     def certify_cmd(
@@ -84,7 +68,8 @@ def register(apps: dict) -> None:
     ):
         """Zero-training certificate: screen/confirm groups with a frozen model, kappa-bar with intervals,
         the null-model fit error, nu-bar and P1's verdict."""
-        from coevo.audit.certify import CertifyError, certify
+        from coevo.audit.certify import CertifyError
+        from coevo.stages.certify import certify, pass_rates
         from coevo.core.policy import SamplingParams
         from coevo.verify.run import make_run_verifier
         from coevo.verify.pool import default_pool
@@ -110,7 +95,7 @@ def register(apps: dict) -> None:
             pol = opts.policy("coevo certify", w.name, seed=seed)
             verifier = make_run_verifier(None, None, w, pool=default_pool())
             sp = SamplingParams(temperature=opts.temperature, top_p=opts.top_p, max_new_tokens=max_new_tokens, stream="audit")
-            truth = _truth(pol, w, tasks, verifier, truth_samples, sp) if truth_samples > 0 else None
+            truth = pass_rates(pol, w, tasks, verifier, truth_samples, sp) if truth_samples > 0 else None
             cert = certify(pol, w, tasks, verifier, k=k, sampling=sp, batch=batch, truth_p=truth, seed=seed,
                            progress=console.print)
         except (UserError, CertifyError) as e:

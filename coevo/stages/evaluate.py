@@ -15,8 +15,9 @@ from typing import Sequence
 import numpy as np
 
 from coevo.core.policy import SamplingParams
+from coevo.core.world import Task, World
+from coevo.stages import sample_verify as sv
 from coevo.timing import stage
-from coevo.core.world import ANSWER, Task, World, role_sampling
 
 
 def _modes(greedy: bool, samples: int, sampling: SamplingParams | None) -> list:
@@ -48,21 +49,14 @@ def evaluate_solver(solver, world: World, tasks: Sequence[Task], run_id: str, ro
 
 def eval_rows(solver, world: World, tasks: Sequence[Task], run_id: str, round_: int, step: int, verifier,
               greedy: bool, samples: int, sampling: SamplingParams | None, sampler) -> tuple[list[dict], dict]:
-    """The ``evals`` rows and the accuracies of ``evaluate_solver``."""
+    """The ``evals`` rows and the accuracies of ``evaluate_solver``: per mode, one pass of the
+    sample -> extract -> verify stage against ``t.reference or world.oracle(t)``."""
     rows, acc = [], {}
+    truths = [t.reference if t.reference is not None else world.oracle(t) for t in tasks]
     for mode, n, sp in _modes(greedy, samples, sampling):
-        if sampler is not None:
-            outs = sampler(solver, world, list(tasks), n, sp)
-        else:
-            outs = solver.sample([world.solver_prompt(t) for t in tasks], n, role_sampling(world, ANSWER, sp))
-        answers = [[world.extract_answer(c.text) for c in comps] for comps in outs]
-        truths = [t.reference if t.reference is not None else world.oracle(t) for t in tasks]
-        flat = verifier.match_many([(a, truth) for ans, truth in zip(answers, truths) for a in ans])
+        got = sv.sample_verify(solver, world, tasks, n, sp, verifier, {"truth": truths}, sampler=sampler)
         by: dict[str, list[float]] = {}
-        j = 0
-        for t, comps, ans in zip(tasks, outs, answers):
-            score = float(np.mean([1 if v.value == 1 else 0 for v in flat[j:j + len(ans)]]))
-            j += len(ans)
+        for t, comps, ans, score in zip(got.tasks, got.outs, got.answers, got.mus("truth")):
             d = t.meta.get("difficulty", "all")
             by.setdefault(d, []).append(score)
             rows.append({"run_id": run_id, "round": round_, "step": step, "task_id": t.task_id, "difficulty": d,

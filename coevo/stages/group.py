@@ -1,12 +1,13 @@
-"""The two stages every recipe uses: draw a group (sample -> extract -> verify -> rows) and
-update a role (advantages -> GRPO -> reward rows -> update row).
+"""The two stages every recipe uses: draw a group (the sample -> extract -> verify stage of
+``coevo.stages.sample_verify``, then rollout and verdict rows) and update a role (advantages
+-> GRPO -> reward rows -> update row).
 
 Both return plain data plus the ledger rows they produced (``rows``: {table: [row, ...]});
 neither writes to the ledger, so a recipe commits a whole step atomically.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -14,7 +15,9 @@ import numpy as np
 from coevo.core.policy import Completion, LossConfig, Policy, SamplingParams
 from coevo.ledger.rows import reward_row, rollout_row, update_row, verdict_row_of
 from coevo.rl.grpo import group_advantages
-from coevo.stages.core import grpo_update, sampling_error_reason, solve, to_groups
+from coevo.stages import sample_verify as sv
+from coevo.stages.core import grpo_update, sampling_error_reason, to_groups
+from coevo.stages.sample_verify import Answers, default_extract, match_grouped  # noqa: F401 (old names)
 from coevo.timing import stage
 from coevo.core.world import Task, World
 
@@ -32,41 +35,7 @@ class StepContext:
     advantage_scale: str = "group"
 
 
-@dataclass
-class Group:
-    """n rollouts of each task, their answers and their verdicts against each target."""
-
-    tasks: list[Task]
-    outs: list[list[Completion]]
-    answers: list[list[str | None]]
-    formatted: list[list[bool]]
-    verdicts: dict[str, list[list]] = field(default_factory=dict)  # target -> per task -> per rollout
-    rows: dict[str, list[dict]] = field(default_factory=dict)
-
-    def mu(self, target: str, j: int) -> float:
-        """Share of task j's rollouts that the verifier judged equal to ``target``."""
-        vs = self.verdicts[target][j]
-        return float(np.mean([v.value == 1 for v in vs])) if vs else float("nan")
-
-    def completions(self, js: Sequence[int] | None = None) -> list[Completion]:
-        return [c for j in (range(len(self.tasks)) if js is None else js) for c in self.outs[j]]
-
-
-def match_grouped(verifier, answers: Sequence[Sequence[str | None]], targets: Sequence[str | None]) -> list[list]:
-    """Verdicts of every answer against its task's target, in one verifier call."""
-    flat = verifier.match_many([(a, t) for ans, t in zip(answers, targets) for a in ans])
-    out, j = [], 0
-    for ans in answers:
-        out.append(flat[j:j + len(ans)])
-        j += len(ans)
-    return out
-
-
-def default_extract(world: World) -> Callable[[Completion], tuple[str | None, bool]]:
-    def extract(c: Completion) -> tuple[str | None, bool]:
-        a = world.extract_answer(c.text)
-        return a, a is not None
-    return extract
+Group = Answers  # a training group: the stage's Answers with its rollout and verdict rows
 
 
 def draw_group(ctx: StepContext, policy: Policy, tasks: Sequence[Task], n: int, sampling: SamplingParams,
@@ -75,32 +44,23 @@ def draw_group(ctx: StepContext, policy: Policy, tasks: Sequence[Task], n: int, 
                extract: Callable[[Completion], tuple[str | None, bool]] | None = None,
                sampler: Callable | None = None) -> Group:
     """Sample n rollouts per task (``stream``: train or audit RNG), extract answers, verify them
-    against each named target (``targets``: name -> one value per task; None skips it) and build
-    the rollout and verdict rows.  ``sampler(policy, world, tasks, n, sampling)`` replaces
-    single-turn sampling (e.g. multi-turn episodes); ``rid`` formats rollout ids from
-    ``task``, ``purpose``, ``k`` (index + offset) and ``step``."""
-    tasks = list(tasks)
-    if not tasks:
-        return Group([], [], [], [], {name: [] for name in (targets or {})})
+    against each named target (``targets``: name -> one value per task; None skips it) through
+    the one stage (``coevo.stages.sample_verify``) and build the rollout and verdict rows.
+    ``sampler(policy, world, tasks, n, sampling)`` replaces single-turn sampling (e.g.
+    multi-turn episodes); ``rid`` formats rollout ids from ``task``, ``purpose``, ``k`` (index
+    + offset) and ``step``."""
     sp = replace(sampling, stream=stream) if stream != sampling.stream else sampling
-    with stage("sample"):
-        outs = (sampler or solve)(policy, ctx.world, tasks, n, sp)
-    ex = extract or default_extract(ctx.world)
-    pairs = [[ex(c) for c in comps] for comps in outs]
-    g = Group(tasks, outs, [[a for a, _ in p] for p in pairs], [[f for _, f in p] for p in pairs])
-    with stage("verify"):
-        for name, values in (targets or {}).items():
-            if values is not None:
-                g.verdicts[name] = match_grouped(ctx.verifier, g.answers, values)
+    g = sv.sample_verify(policy, ctx.world, tasks, n, sp, ctx.verifier, targets, sampler=sampler, extract=extract)
     roll, verd = [], []
-    for j, (t, comps) in enumerate(zip(tasks, outs)):
+    for j, (t, comps) in enumerate(zip(g.tasks, g.outs)):
         for k, c in enumerate(comps):
             r_id = rid.format(task=t.task_id, purpose=purpose, k=k + offset, step=ctx.step)
             roll.append(rollout_row(ctx.run_id, ctx.round, ctx.step, r_id, t.task_id, role, purpose, k + offset, c,
                                     g.answers[j][k]))
             for name, vs in g.verdicts.items():
                 verd.append(_verdict(ctx, r_id, t.task_id, name, vs[j][k], c))
-    g.rows = {"rollouts": roll, "verdicts": verd}
+    if g.tasks:
+        g.rows = {"rollouts": roll, "verdicts": verd}
     return g
 
 

@@ -1,0 +1,110 @@
+"""The one sample -> extract -> verify stage: K completions per task from a policy, each
+completion's answer through the world's response format, and the verifier's verdicts of
+every answer against each named target.
+
+Training groups (``coevo.stages.group.draw_group``), the held-out evaluation
+(``coevo.stages.evaluate``), benchmark evaluation (``coevo.evaluate``) and the zero-training
+certificate (``coevo.stages.certify``) all go through ``sample_verify``; they differ only in
+what they build from its ``Answers`` (rollout and verdict rows, ``evals`` rows, accuracies,
+screen / confirm groups).  The stage writes nothing: the caller builds its rows and commits
+them through its own writer.
+
+Sampling: the world's solver prompts and answer sampling (``coevo.stages.core.solve``), or
+``sampler(policy, world, tasks, n, sampling)`` (e.g. multi-turn episodes), with ``sampling``
+as given (its ``stream`` decides which RNG moves); ``chunk`` prompts per call (None: one
+call for all), in task order, so the draws are those of one call per chunk.  Extraction: a
+completion the backend failed to sample (``finish_reason == "error"``) has no answer, any
+other the world's ``extract_answer(text)``; ``extract(c) -> (answer, formatted)`` replaces
+it.  Verification: one ``verifier.match_many`` call per target (``match`` replaces it, e.g.
+"correct against any of several references").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from coevo.core.policy import Completion, Policy, SamplingParams
+from coevo.core.world import Task, World
+from coevo.stages.core import solve
+from coevo.timing import stage
+
+Extract = Callable[[Completion], "tuple[str | None, bool]"]
+Match = Callable[[object, Sequence[Sequence["str | None"]], Sequence], "list[list]"]
+
+
+@dataclass
+class Answers:
+    """n rollouts of each task, their answers and their verdicts against each target;
+    ``rows``: the ledger rows a caller built from them ({table: [row, ...]})."""
+
+    tasks: list[Task]
+    outs: list[list[Completion]]
+    answers: list[list[str | None]]
+    formatted: list[list[bool]]
+    verdicts: dict[str, list[list]] = field(default_factory=dict)  # target -> per task -> per rollout
+    rows: dict[str, list[dict]] = field(default_factory=dict)
+
+    def mu(self, target: str, j: int) -> float:
+        """Share of task j's rollouts that the verifier judged equal to ``target`` (NaN: none)."""
+        vs = self.verdicts[target][j]
+        return float(np.mean([v.value == 1 for v in vs])) if vs else float("nan")
+
+    def mus(self, target: str) -> list[float]:
+        """``mu(target, j)`` of every task."""
+        return [self.mu(target, j) for j in range(len(self.tasks))]
+
+    def completions(self, js: Sequence[int] | None = None) -> list[Completion]:
+        return [c for j in (range(len(self.tasks)) if js is None else js) for c in self.outs[j]]
+
+
+def answer_of(world: World, c: Completion) -> str | None:
+    """The answer in a completion: None when the backend failed to sample it, else the world's
+    ``extract_answer`` of its text."""
+    return None if c.finish_reason == "error" else world.extract_answer(c.text)
+
+
+def default_extract(world: World) -> Extract:
+    """``(answer, formatted)``: ``answer_of`` and whether there is one."""
+    def extract(c: Completion) -> tuple[str | None, bool]:
+        a = answer_of(world, c)
+        return a, a is not None
+    return extract
+
+
+def match_grouped(verifier, answers: Sequence[Sequence[str | None]], targets: Sequence[str | None]) -> list[list]:
+    """Verdicts of every answer against its task's target, in one verifier call."""
+    flat = verifier.match_many([(a, t) for ans, t in zip(answers, targets) for a in ans])
+    out, j = [], 0
+    for ans in answers:
+        out.append(flat[j:j + len(ans)])
+        j += len(ans)
+    return out
+
+
+def sample_verify(policy: Policy, world: World, tasks: Sequence[Task], n: int, sampling: SamplingParams,
+                  verifier=None, targets: dict[str, Sequence | None] | None = None, *,
+                  sampler: Callable | None = None, extract: Extract | None = None, match: Match | None = None,
+                  chunk: int | None = None, progress: Callable[[int, int], None] | None = None) -> Answers:
+    """Sample ``n`` completions per task, extract their answers, verify them against each named
+    target (``targets``: name -> one value per task; a None value skips that target) and return
+    the ``Answers`` (see the module docstring).  ``progress(done, total)`` after each chunk."""
+    tasks = list(tasks)
+    if not tasks:
+        return Answers([], [], [], [], {name: [] for name in (targets or {})})
+    step = chunk or len(tasks)
+    outs: list[list[Completion]] = []
+    for a in range(0, len(tasks), step):
+        with stage("sample"):
+            outs.extend((sampler or solve)(policy, world, tasks[a:a + step], n, sampling))
+        if progress is not None:
+            progress(min(a + step, len(tasks)), len(tasks))
+    ex = extract or default_extract(world)
+    pairs = [[ex(c) for c in comps] for comps in outs]
+    res = Answers(tasks, outs, [[a for a, _ in p] for p in pairs], [[f for _, f in p] for p in pairs])
+    with stage("verify"):
+        for name, values in (targets or {}).items():
+            if values is not None:
+                res.verdicts[name] = (match or match_grouped)(verifier, res.answers, values)
+    return res

@@ -1,0 +1,128 @@
+"""The one sample -> extract -> verify stage (``coevo.stages.sample_verify``, issue #20 item 5):
+its numbers on the shipped tiny arithmetic solver, and that training groups, evaluation and the
+certificate all go through it."""
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from coevo.backends.tiny import TinyPolicy
+from coevo.runner import ASSETS
+from coevo.core.policy import Completion, LossConfig, SamplingParams
+from coevo.core.world import ANSWER, Task, role_sampling
+from coevo.stages import sample_verify as sv
+from coevo.verify.run import WorldEquivalence
+from coevo.worlds.arithmetic import ArithmeticWorld, evaluate, generate, task_id_for
+
+SP = SamplingParams(temperature=1.0, top_p=1.0, max_new_tokens=24)
+
+
+def solver(seed: int = 0) -> TinyPolicy:
+    return TinyPolicy.from_checkpoint("solver", ASSETS / "solver.pt", seed=seed)
+
+
+def arithmetic_tasks(n: int, level: str = "L2", seed: int = 0) -> list[Task]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        q = generate(level, rng)
+        out.append(Task(task_id=task_id_for(q, f"t{i}"), question=q, reference=str(evaluate(q)),
+                        meta={"difficulty": level}))
+    return out
+
+
+def test_stage_numbers_on_the_tiny_solver():
+    """K = 4 answers of the shipped solver on 12 L2 tasks: the draws are one ``policy.sample`` call
+    with the world's answer sampling, each answer is the world's extraction, each mu the share
+    equal to the reference as integers; the totals are pinned (deterministic tiny sampling)."""
+    world, tasks = ArithmeticWorld(), arithmetic_tasks(12)
+    got = sv.sample_verify(solver(), world, tasks, 4, SP, WorldEquivalence(world), {"ref": [t.reference for t in tasks]})
+    direct = solver().sample([world.solver_prompt(t) for t in tasks], 4, role_sampling(world, ANSWER, SP))
+    assert [[c.text for c in g] for g in got.outs] == [[c.text for c in g] for g in direct]
+    assert got.answers == [[world.extract_answer(c.text) for c in g] for g in got.outs]
+    assert got.formatted == [[a is not None for a in g] for g in got.answers]
+    by_hand = [np.mean([a is not None and int(a) == int(t.reference) for a in g]) for g, t in zip(got.answers, tasks)]
+    assert got.mus("ref") == pytest.approx(by_hand)
+    n_correct = sum(v.value == 1 for vs in got.verdicts["ref"] for v in vs)
+    n_answered = sum(f for g in got.formatted for f in g)
+    assert (n_correct, n_answered) == (22, 48)  # pinned
+
+
+def test_chunks_audit_stream_and_failed_samples():
+    """``chunk`` splits the prompts into calls in task order (the draws of one call per chunk);
+    the audit stream leaves the training generator where it was; a completion the backend failed
+    to sample has no answer even when its text looks like one."""
+    world, tasks = ArithmeticWorld(), arithmetic_tasks(7)
+    a = solver()
+    seen = []
+    got = sv.sample_verify(a, world, tasks, 2, replace(SP, stream="audit"), chunk=3,
+                           progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(3, 7), (6, 7), (7, 7)] and got.verdicts == {}
+    b = solver()
+    parts = [b.sample([world.solver_prompt(t) for t in tasks[i:i + 3]], 2,
+                      role_sampling(world, ANSWER, replace(SP, stream="audit"))) for i in (0, 3, 6)]
+    assert [c.text for g in got.outs for c in g] == [c.text for p in parts for g in p for c in g]
+    assert torch_state_equal(a.gen, solver().gen)
+
+    class Failing:
+        def sample(self, prompts, n, sampling):
+            return [[Completion(prompt=p, text="1+1=2", prompt_ids=[], token_ids=[], logprobs=[],
+                                finish_reason="error", meta={"error": "down"}) for _ in range(n)] for p in prompts]
+
+    got = sv.sample_verify(Failing(), world, tasks[:2], 3, SP, WorldEquivalence(world), {"ref": ["2", "2"]})
+    assert got.answers == [[None] * 3] * 2 and got.mus("ref") == [0.0, 0.0]
+    assert sv.sample_verify(Failing(), world, [], 3, SP, None, {"ref": None}).verdicts == {"ref": []}
+
+
+def torch_state_equal(g1, g2) -> bool:
+    return bool((g1.get_state() == g2.get_state()).all())
+
+
+def test_groups_evaluation_and_certificate_go_through_the_stage(monkeypatch, tmp_path):
+    """A spy on ``sample_verify``: a training group, the held-out evaluation, benchmark evaluation
+    (``coevo eval``), the certificate and its pass-rate estimate each call it."""
+    from coevo.evaluate import evaluate_jsonl
+    from coevo.ledger.store import StepWriter  # noqa: F401 (the writer the evaluation is given)
+    from coevo.stages.certify import certify, pass_rates
+    from coevo.stages.evaluate import evaluate_solver
+    from coevo.stages.group import StepContext, draw_group
+
+    calls = []
+    real = sv.sample_verify
+
+    def spy(policy, world, tasks, n, sampling, *a, **kw):
+        calls.append((len(list(tasks)), n, sampling.stream))
+        return real(policy, world, tasks, n, sampling, *a, **kw)
+
+    monkeypatch.setattr(sv, "sample_verify", spy)
+    world, tasks = ArithmeticWorld(), arithmetic_tasks(6)
+    ver = WorldEquivalence(world)
+    ctx = StepContext("r", 0, 1, world, ver, LossConfig())
+    g = draw_group(ctx, solver(), tasks, 3, SP, "train", {"oracle": [t.reference for t in tasks]})
+    assert len(g.rows["rollouts"]) == 18 and len(g.rows["verdicts"]) == 18
+    assert calls == [(6, 3, "train")]
+
+    class Rows:
+        def add(self, table, rows):
+            self.table, self.rows = table, rows
+
+    w = Rows()
+    acc = evaluate_solver(solver(), world, tasks, "r", 0, 1, w, ver, greedy=True, samples=2, sampling=SP)
+    assert w.table == "evals" and len(w.rows) == 12 and set(acc) == {"greedy", "mean@2"}
+    assert calls[1:] == [(6, 1, "train"), (6, 2, "train")]
+
+    f = tmp_path / "b.jsonl"
+    f.write_text("".join(json.dumps({"question": t.question, "answer": t.reference}) + "\n" for t in tasks))
+    r = evaluate_jsonl(solver(), world, f, k=2, greedy=True, verifier=ver, batch_size=4)
+    assert r["n"] == 6 and calls[3:] == [(6, 1, "train"), (6, 2, "train")]
+
+    del calls[:]
+    p = pass_rates(solver(), world, tasks, ver, 4, replace(SP, stream="audit"))
+    cert = certify(solver(), world, tasks, ver, k=4, sampling=SP, n_boot=20)
+    assert len(p) == 6 and cert["n_tasks"] == 6
+    n_bearing = sum(0 < t["mu_screen"] < 1 for t in cert["tasks"])
+    assert calls == [(6, 4, "audit"), (6, 4, "audit")] + ([(n_bearing, 4, "audit")] if n_bearing else [])
