@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Optional, Protocol, Sequence, runtime_checkable
 
 from coevo.core.policy import SamplingParams
 
@@ -66,8 +66,7 @@ class ResponseFormat:
 def role_sampling(world: Any, kind: str, sp: SamplingParams) -> SamplingParams:
     """``sp`` with the world's prefill and stop strings for output ``kind`` (QUESTION, SYNTHESIS,
     ANSWER; unchanged if it has none)."""
-    fn = getattr(world, "response_format", None)
-    fmt = fn(kind) if fn is not None else None
+    fmt = world.response_format(kind) if isinstance(world, HasResponseFormat) else None
     if fmt is None or (not fmt.prefix and not fmt.stop):
         return sp
     stop = list(sp.stop or []) + [s for s in fmt.stop if s not in (sp.stop or [])]
@@ -100,8 +99,8 @@ class World(Protocol):
     def eval_set(self) -> Sequence[Task]:
         """Fixed held-out evaluation tasks; ``meta['difficulty']`` labels strata."""
 
-    # optional: def response_format(self, kind: str) -> ResponseFormat  (prefill + stop strings; kind:
-    # QUESTION | SYNTHESIS | ANSWER), def tool_stops(self, kind: str) -> list[str]
+    # optional, each a capability protocol below: HasResponseFormat (prefill + stop strings per kind:
+    # QUESTION | SYNTHESIS | ANSWER), HasTools (tool_stops, run_tool), HasVerifierKind / HasVerifierOptions
 
 
 # ---------------------------------------------------------------------- capabilities
@@ -141,3 +140,25 @@ class HasTools(Protocol):
     def tool_stops(self, kind: str) -> list[str]: ...
 
     def run_tool(self, context: Any, text_so_far: str) -> str | None: ...
+
+
+@runtime_checkable
+class HasResponseFormat(Protocol):
+    """An assistant prefill and stop strings per kind of output (``role_sampling`` merges them in)."""
+
+    def response_format(self, kind: str) -> ResponseFormat | None: ...
+
+
+@runtime_checkable
+class HasVerifierKind(Protocol):
+    """The verifier kind of the world's answer checks when ``verify.kind`` names none
+    (``coevo.verify.run.checker_for``; None = the world's own ``equivalent``)."""
+
+    verifier_kind: Optional[str]
+
+
+@runtime_checkable
+class HasVerifierOptions(Protocol):
+    """Options of the world's default verifier kind (``verify.options`` override them)."""
+
+    verifier_options: dict

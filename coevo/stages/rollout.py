@@ -38,13 +38,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from coevo.core.policy import Completion, Policy, SamplingParams, Segment
-from coevo.core.world import ANSWER, Task, role_sampling
+from coevo.core.world import ANSWER, HasTools, Task, role_sampling
 
 
 def tool_stops(world: Any, kind: str) -> list[str]:
     """The world's tool stop strings for output ``kind`` (``ANSWER``, ``QUESTION``; [] when it has no tools)."""
-    fn = getattr(world, "tool_stops", None)
-    return [s for s in (fn(kind) if fn is not None else []) if s]
+    return [s for s in world.tool_stops(kind) if s] if isinstance(world, HasTools) else []
 
 
 @dataclass

@@ -174,11 +174,13 @@ class RunVerifier:
 
 def checker_for(kind: Optional[str], options: Optional[dict], world: Any) -> tuple[Verifier, dict]:
     """The verifier kind of a run and its options: ``kind`` or the world's default."""
-    default = getattr(world, "verifier_kind", None)
+    from coevo.core.world import HasVerifierKind, HasVerifierOptions
+
+    default = world.verifier_kind if isinstance(world, HasVerifierKind) else None
     kind = kind or default
     opts = dict(options or {})
-    if kind is not None and kind == default:
-        opts = {**dict(getattr(world, "verifier_options", None) or {}), **opts}
+    if kind is not None and kind == default and isinstance(world, HasVerifierOptions):
+        opts = {**dict(world.verifier_options or {}), **opts}
     if kind is None or kind == WORLD_KIND:
         return WorldEquivalentVerifier(world), opts
     return make_verifier(kind, **opts), opts

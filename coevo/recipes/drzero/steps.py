@@ -1,11 +1,13 @@
 """The pieces of the Dr. Zero / MSV / CrossFit loop (``recipe.py``): MSV labels,
 the scoring group, the proposer reward and its hop-bucket advantages, a GRPO step of a
-solver on accepted questions, and the round's audit.  Each takes the recipe (its world,
-policies, verifier and config) and returns plain data; ledger rows go to the step writer.
+solver on accepted questions, and the round's audit.  Each reads the recipe's parts (``Parts``:
+its world, policies, verifier, config and folds; it changes none of them) and returns plain
+data; the state that moves between steps is passed in and returned (``train_on``: where the
+role's pass over the bank stands); ledger rows go to the step writer.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Optional, Protocol, Sequence
 
 import numpy as np
 
@@ -21,6 +23,27 @@ from coevo.stages.group import draw_group, update_role
 from coevo.stages.rollout import rollout
 
 MSV_REASONS = ("msv-no-source-answer", "msv-no-blind-answer", "msv-disagree")  # coevo.recipes.drzero.rewards.msv_accept
+
+
+class Parts(Protocol):
+    """What these functions read of the recipe (``DrZeroRecipe``); none of them assigns to it."""
+
+    cfg: Any  # the run config: sections drzero (and crossfit)
+    world: Any  # the facts world (solver_prompt_with_source, source_text, oracle)
+    solver: Any  # the main solver's policy
+    aux: list  # CrossFit: the auxiliary solver policy of each fold
+    cf: Any  # the crossfit section (None outside CrossFit)
+    crossfit: bool
+    folds: Any  # CrossFit's source folds
+    sp: Any  # the solvers' SamplingParams
+    verifier: Any  # the run verifier
+    max_turns: int
+    auditor: Optional[Any]  # the auditor model, when audit.auditor names one
+    run_id: str
+
+    def ctx(self, spec) -> Any: ...
+
+    def solve_sampler(self) -> Any: ...
 
 
 # ---------------------------------------------------------------------- rewards
@@ -51,7 +74,7 @@ def hop_advantages(rewards: Sequence[float], hops: Sequence[int], variant: str =
 
 
 # ---------------------------------------------------------------------- MSV
-def source_aware_sampler(rec):
+def source_aware_sampler(rec: Parts):
     """Sample with the world's source-aware prompt (the task's source document visible)."""
     def sample(pol, world, tasks, n, sp):
         return rollout(pol, world, [world.solver_prompt_with_source(t) for t in tasks], n,
@@ -60,7 +83,7 @@ def source_aware_sampler(rec):
     return sample
 
 
-def msv_labels(rec, ctx, tasks: list[Task], w: StepWriter) -> tuple[list, list[str], int]:
+def msv_labels(rec: Parts, ctx, tasks: list[Task], w: StepWriter) -> tuple[list, list[str], int]:
     """MSV over ``tasks``: (label per task = the source-aware consensus or None, rejection reason
     per task, rollouts drawn).  Both groups' verdicts against the draft go to the ledger."""
     dz = rec.cfg.drzero
@@ -81,7 +104,7 @@ def msv_labels(rec, ctx, tasks: list[Task], w: StepWriter) -> tuple[list, list[s
 
 
 # ---------------------------------------------------------------------- scoring
-def score_group(rec, ctx, tasks: list[Task], labels: list, truths: list, folds: list, w: StepWriter) -> dict:
+def score_group(rec: Parts, ctx, tasks: list[Task], labels: list, truths: list, folds: list, w: StepWriter) -> dict:
     """The scoring group of each accepted question: ``n_answers`` answers by the main solver
     (Dr. Zero) or by the auxiliary solver its fold strategy names (CrossFit), verified against
     the label and the oracle.  Returns per task k (answers equal to the label), mu = k / n, the
@@ -121,17 +144,17 @@ def score_group(rec, ctx, tasks: list[Task], labels: list, truths: list, folds: 
 
 
 # ---------------------------------------------------------------------- solver updates
-def train_on(rec, spec, w: StepWriter, policy, role: str, items: list[dict], fold: int | None) -> dict:
+def train_on(rec: Parts, spec, w: StepWriter, policy, role: str, items: list[dict], fold: int | None,
+             start: int) -> tuple[dict, int]:
     """One GRPO step of ``policy`` (main solver, or the auxiliary solver of ``fold``) on the next
-    questions of ``items``; reward = 1 if the verifier judges the answer equal to the label."""
+    questions of ``items`` from position ``start`` (wrapping round); reward = 1 if the verifier judges
+    the answer equal to the label.  Returns (the step's metrics, the position after the batch)."""
     main = fold is None
     n, group = ((rec.cfg.drzero.solver_prompts, rec.cfg.drzero.solver_group) if main
                 else (rec.cf.aux_prompts, rec.cf.aux_group))
     if not items:
-        return {"skipped": "no accepted questions", "n_rollouts": 0}
-    start = rec.cursor[role]
+        return {"skipped": "no accepted questions", "n_rollouts": 0}, start
     batch = [items[(start + i) % len(items)] for i in range(min(n, len(items)))]
-    rec.cursor[role] = start + len(batch)
     src = None if main else retrieval_sources(fold, rec.cf.fold_strategy, rec.folds, rec.cf.retrieve_in_fold)
     tasks = [with_sources(Task(d["task_id"], d["question"], d["label"], dict(d["meta"])), src) for d in batch]
     truths = [rec.world.oracle(t) for t in tasks]
@@ -147,12 +170,12 @@ def train_on(rec, spec, w: StepWriter, policy, role: str, items: list[dict], fol
     w.extend(g.rows)
     w.extend(up.rows)
     key = "solver_reward_mean" if main else "reward_mean"
-    return {key: float(rewards.mean()), "oracle_accuracy": float(np.mean(oracle)), "n_rollouts": len(rewards),
-            "loss": up.metrics}
+    return ({key: float(rewards.mean()), "oracle_accuracy": float(np.mean(oracle)), "n_rollouts": len(rewards),
+             "loss": up.metrics}, start + len(batch))
 
 
 # ---------------------------------------------------------------------- audit
-def round_audit(rec, spec, items: list[dict], w: StepWriter) -> dict:
+def round_audit(rec: Parts, spec, items: list[dict], w: StepWriter) -> dict:
     """The round's instruments over its accepted (question, label) pairs: false-agreement mass FF
     against the oracle (the scoring group's majority answer agrees with the label and the oracle
     rejects the label; ``coevo.audit.false_agreement``, y_P = the label: the draft, or the MSV
@@ -176,7 +199,7 @@ def round_audit(rec, spec, items: list[dict], w: StepWriter) -> dict:
     return out
 
 
-def auditor_audit(rec, spec, items: list[dict], w: StepWriter) -> dict:
+def auditor_audit(rec: Parts, spec, items: list[dict], w: StepWriter) -> dict:
     """FF against the auditor model (its verdict on each label, the source document in its prompt),
     the auditor's verdict rows (target ``auditor``) and its agreement with the oracle."""
     from coevo.audit.auditor import audit_agreement, auditor_false_agreement

@@ -23,6 +23,7 @@ Docs: docs/vgopd.md, docs/casa.md.  The registry entry (roles, sections, tables,
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -40,6 +41,19 @@ from coevo.recipes.vgopd.steps import (criteria_scorer, expert_values, finite_or
 from coevo.rl.grpo import group_advantages
 from coevo.stages.core import solve, to_groups
 from coevo.stages.group import draw_group, update_role
+
+
+@dataclass(frozen=True)
+class GroupScores:
+    """What a step's groups gave (``VgopdRecipe._groups``): the run arm's reward and gates per rollout,
+    the number of self-checked groups, the step's criterion_scores rows and, in a world with an oracle,
+    the oracle's axis score of each of those rows (None without one); ``_metrics`` reads them."""
+
+    rewards: list
+    gates: list
+    n_checked: int
+    score_rows: list
+    score_truth: Optional[list]
 
 
 class VgopdRecipe(RecipeBase):
@@ -103,7 +117,8 @@ class VgopdRecipe(RecipeBase):
             role = list(self.experts)[n // len(tasks)]
             vrows += verdict_rows(self.run_id, spec.step, f"{t.task_id}-{role}-s{spec.step}", t.task_id, e_verdicts[n])
         w.add("verdicts", vrows)
-        rewards, gates, n_checked = self._groups(spec, tasks, checks, e_checks, ex_ans, ids, g.answers, w)
+        gs = self._groups(spec, tasks, checks, e_checks, ex_ans, ids, g.answers, w)
+        rewards, gates = gs.rewards, gs.gates
         seq = group_advantages(to_groups(rewards, G), ctx.advantage_scale).flatten().numpy()
         adv, taught = token_advantages(self.student, self.experts, g.completions(), seq.tolist(), gates,
                                        self.casa.kl_coef, self.casa.kl_tau, self.casa.kl_clip)
@@ -112,11 +127,12 @@ class VgopdRecipe(RecipeBase):
                          [t.task_id for t, _ in flat], comps, advantages=adv)
         w.extend(up.rows)
         self._probes(spec, w)
-        return self._metrics(w, flat, rewards, taught, n_checked, up.metrics)
+        return self._metrics(flat, gs, taught, up.metrics)
 
-    def _groups(self, spec, tasks, checks, e_checks, ex_ans, ids, answers, w: StepWriter):
+    def _groups(self, spec, tasks, checks, e_checks, ex_ans, ids, answers, w: StepWriter) -> GroupScores:
         """Per group: self-check (all arms when no rollout abstained), the run arm's rewards and gates, and
-        the CASA rows.  A self-check failure stops the run with its one-line message."""
+        the CASA rows (written to ``w``, and returned with the oracle's axis scores for the step's
+        metrics).  A self-check failure stops the run with its one-line message."""
         from coevo.runner import RunError
 
         G, roles = self.vc.group, list(self.experts)
@@ -146,9 +162,8 @@ class VgopdRecipe(RecipeBase):
                     truth += [true.get(a, float("nan")) for a in scores]
         for table, rs in rows.items():
             w.add(table, rs)
-        self._score_rows = rows["criterion_scores"]
-        self._score_truth = truth if self.world.has_oracle else None
-        return rewards, gates, n_checked
+        return GroupScores(rewards, gates, n_checked, rows["criterion_scores"],
+                           truth if self.world.has_oracle else None)
 
     def _probes(self, spec: StepSpec, w: StepWriter) -> None:
         if not self.probe_tasks:
@@ -163,12 +178,12 @@ class VgopdRecipe(RecipeBase):
 
         w.add("probes", run_probes(self.run_id, spec.step, prompts, score, **kw))
 
-    def _metrics(self, w, flat, rewards, taught, n_checked, loss) -> dict:
-        m = step_metrics(self._score_rows, self.casa.rank_delta, self._score_truth)
+    def _metrics(self, flat, gs: GroupScores, taught, loss) -> dict:
+        m = step_metrics(gs.score_rows, self.casa.rank_delta, gs.score_truth)
         acc = getattr(self.world, "axis_accuracy", None)
         if acc is not None:
             for a, v in acc([t for t, _ in flat], [a for _, a in flat]).items():
                 m[f"acc_{a}"] = finite_or_none(v)
-        m.update({"answer_reward_mean": finite_or_none(np.mean(rewards)), "self_checked_groups": n_checked,
+        m.update({"answer_reward_mean": finite_or_none(np.mean(gs.rewards)), "self_checked_groups": gs.n_checked,
                   "taught_tokens": int(sum(taught)), "arm": self.casa.arm, "loss": loss})
         return m
