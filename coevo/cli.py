@@ -35,6 +35,8 @@ def run(
     force: bool = typer.Option(False, "--force", help="Run a preset on a backend it is not meant for."),
     executor: Optional[str] = typer.Option(None, "--executor", help="local | ray (shortcut for --set executor.kind=...)."),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address, host:port (executor.address)."),
+    no_report: bool = typer.Option(False, "--no-report", help="Skip report.html (`coevo report RUN` writes it later); "
+                                   "experiments' runs use it."),
 ):
     """Co-evolve a proposer and a solver; writes a run directory with ledger, checkpoints, summary and report."""
     from coevo.config import ConfigError, check_intended_backend, load_config
@@ -45,7 +47,7 @@ def run(
         if resume is not None:
             if not resume.is_dir():
                 raise UserError(f"run directory not found: {resume}")
-            resume_run(resume, quiet=quiet)
+            resume_run(resume, quiet=quiet, report=not no_report)
             return
         overrides = list(set_)
         if recipe:
@@ -60,7 +62,7 @@ def run(
         cfg = load_config(preset, config, overrides)
         if not force:
             check_intended_backend(cfg)
-        run_from_config(cfg, out, quiet=quiet)
+        run_from_config(cfg, out, quiet=quiet, report=not no_report)
     except (UserError, ConfigError, CannotRun) as e:  # RunError is a CannotRun
         fail(str(e))
 

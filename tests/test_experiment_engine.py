@@ -77,6 +77,8 @@ def test_jobs1_result(jobs1):
     tm = res["timing"]
     assert tm["runs_cpu_s"] > 0 and tm["stage_seconds"]["total"] > 0 and 0 < tm["model_compute_share_of_steps"] < 1
     assert (out / "report.html").read_text().count("<img") == 2
+    runs = sorted(d for d in out.rglob("summary.json"))
+    assert len(runs) == 2 and not any((d.parent / "report.html").exists() for d in runs)  # --no-report: the experiment's own
     assert "2/2 runs done" in p.stderr  # progress on the console
     man = json.loads((out / "experiment.json").read_text())
     assert man["runs"]["a-s1"][-2:] == ["--set", "seed=1"]
@@ -153,10 +155,10 @@ def test_run_states(tmp_path):
     from coevo.experiments.rundirs import run_command, run_state
 
     d = tmp_path / "r"
-    assert run_state(d) == "new" and run_command(d, ["--preset", "cpu"])[-5:] == ["--out", str(d), "-q", "--preset", "cpu"]
+    assert run_state(d) == "new" and run_command(d, ["--preset", "cpu"])[-6:] == ["--out", str(d), "-q", "--no-report", "--preset", "cpu"]
     d.mkdir()
     (d / "config.yaml").write_text("seed: 0\n")
-    assert run_state(d) == "unfinished" and run_command(d, [])[-3:] == ["--resume", str(d), "-q"]
+    assert run_state(d) == "unfinished" and run_command(d, [])[-4:] == ["--resume", str(d), "-q", "--no-report"]
     (d / "summary.json").write_text('{"rounds": [')  # a kill mid-write: still unfinished
     assert run_state(d) == "unfinished"
     (d / "summary.json").write_text('{"rounds": []}')

@@ -43,15 +43,16 @@ def run_state(run_dir: Path) -> str:
 
 
 def run_command(run_dir: Path, run_args: List[str], python: Optional[str] = None) -> List[str]:
-    """``python -m coevo run --out DIR -q ARGS`` for a new run, ``--resume DIR -q`` for an
-    unfinished one, [] for a finished one."""
+    """``python -m coevo run --out DIR -q --no-report ARGS`` for a new run, ``--resume DIR -q
+    --no-report`` for an unfinished one, [] for a finished one (the experiment writes its own report;
+    a run's report.html: ``coevo report RUN``)."""
     state = run_state(run_dir)
     py = [python or sys.executable, "-m", "coevo", "run"]
     if state == "finished":
         return []
     if state == "unfinished":
-        return [*py, "--resume", str(run_dir), "-q"]
-    return [*py, "--out", str(run_dir), "-q", *run_args]
+        return [*py, "--resume", str(run_dir), "-q", "--no-report"]
+    return [*py, "--out", str(run_dir), "-q", "--no-report", *run_args]
 
 
 def _cpu_of(ru) -> float:

@@ -136,15 +136,16 @@ def _new_run_dir(cfg: RunConfig, out: Path | None) -> Path:
     return out
 
 
-def run_from_config(cfg: RunConfig, out: Path | None = None, quiet: bool = False) -> Path:
+def run_from_config(cfg: RunConfig, out: Path | None = None, quiet: bool = False, report: bool = True) -> Path:
+    """A new run in ``out``; ``report=False`` skips report.html (``coevo report RUN`` writes it later)."""
     run_dir = _new_run_dir(cfg, out)
     with writer_guard(run_dir, RunError):  # one writer per run directory; disk trouble as one line
         (run_dir / "config.yaml").write_text(dump_config(cfg))
-        _execute(cfg, run_dir, fresh=True, quiet=quiet)
+        _execute(cfg, run_dir, fresh=True, quiet=quiet, report=report)
     return run_dir
 
 
-def resume_run(run_dir: Path, quiet: bool = False) -> Path:
+def resume_run(run_dir: Path, quiet: bool = False, report: bool = True) -> Path:
     import yaml
 
     cfg_path = run_dir / "config.yaml"
@@ -155,11 +156,11 @@ def resume_run(run_dir: Path, quiet: bool = False) -> Path:
     except ConfigError as e:
         raise RunError(f"{cfg_path}: {e}") from None
     with writer_guard(run_dir, RunError):
-        _execute(cfg, run_dir, fresh=not (run_dir / "ledger.duckdb").exists(), quiet=quiet)
+        _execute(cfg, run_dir, fresh=not (run_dir / "ledger.duckdb").exists(), quiet=quiet, report=report)
     return run_dir
 
 
-def _execute(cfg: RunConfig, run_dir: Path, fresh: bool, quiet: bool) -> None:
+def _execute(cfg: RunConfig, run_dir: Path, fresh: bool, quiet: bool, report: bool = True) -> None:
     from coevo.executors import ExecutorError, make_executor
     from coevo.verify.run import run_verifier_from_config
 
@@ -205,12 +206,13 @@ def _execute(cfg: RunConfig, run_dir: Path, fresh: bool, quiet: bool) -> None:
             if hasattr(p, "close"):  # openai backend: HTTP client and request threads
                 p.close()
         executor.close()
-    try:
-        from coevo.report.html import write_report
+    if report:
+        try:
+            from coevo.report.html import write_report
 
-        write_report(run_dir)
-    except Exception as e:  # the run's data is safe in the ledger; say what failed
-        print(f"warning: report not written: {e!r}")
+            write_report(run_dir)
+        except Exception as e:  # the run's data is safe in the ledger; say what failed
+            print(f"warning: report not written: {e!r}")
     if not quiet:
         print_round_table(summary, run_dir)
 
