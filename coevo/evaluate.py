@@ -111,7 +111,7 @@ def evaluate_jsonl(policy, world, path: str | Path, k: int = 0, greedy: bool = T
     levels = [str(t.meta.get("difficulty", "all")) for t in tasks]
     t0 = time.time()
     result: dict[str, Any] = {"file": str(path), "n": len(tasks), "policy_version": getattr(policy, "version", ""),
-                              "world": getattr(world, "name", ""), "prompt_version": getattr(world, "prompt_version", ""),
+                              "world": world.name, "prompt_version": world.prompt_version,
                               "verifier_kind": verifier.kind, "verifier_version": verifier.version,
                               "max_new_tokens": max_new_tokens}
     runs = []

@@ -109,7 +109,7 @@ def certify(policy, world, tasks: Sequence[Any], verifier, k: int = 4, sampling=
     agrees, share = mode_flags(verifier, groups, refs)
     out = certificate_from_groups(groups, k, batch=batch, mode_agrees=agrees, mode_share=share,
                                   doubt_stable=doubt_stable, truth_p=truth_p, n_boot=n_boot, seed=seed)
-    out.update(policy_version=getattr(policy, "version", ""), world=getattr(world, "name", ""),
+    out.update(policy_version=getattr(policy, "version", ""), world=world.name,
                verifier_kind=verifier.kind, seconds=round(time.time() - t0, 2),
                tasks=[{"task_id": t.task_id, "mu_screen": float(m1),
                        "mu_confirm": None if not np.isfinite(m2) else float(m2)}
