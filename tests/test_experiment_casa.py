@@ -5,40 +5,19 @@ reasons, heterogeneity tests, CASA-P1..P4 per world) and the report written.
 
 Marker ``slow`` (~2 min CPU on 2 cores; 14 runs of ~16 s CPU): ``pytest -m slow tests/test_experiment_casa.py``.
 """
-import json
-import os
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 
+from experiment_kill import kill_then_finish
+
 pytestmark = pytest.mark.slow
-REPO = Path(__file__).resolve().parents[1]
 ARMS = ["n-A", "n-B", "n-C", "q-A", "q-B", "q-C", "q-Cp"]
 
 
 @pytest.mark.timeout(1800)
 def test_casa_arms_ci_budget_killed_and_resumed(tmp_path):
-    from coevo.experiments.rundirs import steps_done
-
     out = tmp_path / "casa"
-    cmd = [sys.executable, "-m", "coevo.cli", "experiment", "casa-arms", "--budget", "ci", "--jobs", "2",
-           "--out", str(out)]
-    p = subprocess.Popen([*cmd, "-q"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True)
-    deadline = time.time() + 900
-    while time.time() < deadline and p.poll() is None and steps_done(out / "runs" / "q-A-s0") < 1:
-        time.sleep(0.05)
-    os.killpg(p.pid, signal.SIGKILL)
-    p.wait()
-    assert not (out / "result.json").exists()
-    r = subprocess.run([*cmd, "--json"], capture_output=True, text=True, cwd=REPO, timeout=1500,
-                       env=dict(os.environ, COLUMNS="200"))
-    assert r.returncode == 0, r.stderr[-3000:]
-    res = json.loads(r.stdout)
+    res = kill_then_finish("casa-arms", out, "q-A-s0", 1)
     assert res["complete"] and sorted(res["runs"]) == sorted(f"{a}-s{s}" for a in ARMS for s in (0, 1))
     claims = {c["name"]: c for c in res["claims"]}
     assert len(claims) == 21 and [c["headline"] for c in res["claims"]].count(True) == 1
@@ -56,4 +35,3 @@ def test_casa_arms_ci_budget_killed_and_resumed(tmp_path):
     preds = [row[0] for row in t["null world: coevo audit --predictions"]["rows"]]
     assert preds == ["CASA-P1", "CASA-P2", "CASA-P3", "CASA-P4"]
     assert (out / "report.html").is_file()
-    assert "--resume" in (out / "runs" / "q-A-s0.log").read_text()

@@ -4,18 +4,13 @@ both seeds, P5 recomputed from the ledgers by hand, the budget table and the rep
 
 Marker ``slow`` (~4 min on a quiet 2-core machine): ``pytest -m slow tests/test_experiment_rgbc.py``.
 """
-import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from experiment_kill import kill_then_finish
+
 pytestmark = pytest.mark.slow
-REPO = Path(__file__).resolve().parents[1]
 ARMS = ("full", "full_post", "mu_tilde", "synco")
 
 
@@ -32,23 +27,8 @@ def _productive(run_dir: Path) -> float:
 
 @pytest.mark.timeout(1800)
 def test_rgbc_arms_ci_budget_killed_and_resumed(tmp_path):
-    from coevo.experiments.rundirs import steps_done
-
     out = tmp_path / "rg"
-    cmd = [sys.executable, "-m", "coevo.cli", "experiment", "rgbc-arms", "--budget", "ci", "--jobs", "2",
-           "--out", str(out)]
-    p = subprocess.Popen([*cmd, "-q"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True)
-    deadline = time.time() + 900
-    while time.time() < deadline and p.poll() is None and steps_done(out / "runs" / "synco-s0") < 2:
-        time.sleep(0.05)
-    os.killpg(p.pid, signal.SIGKILL)
-    p.wait()
-    assert not (out / "result.json").exists()
-    r = subprocess.run([*cmd, "--json"], capture_output=True, text=True, cwd=REPO, timeout=1500,
-                       env=dict(os.environ, COLUMNS="200"))
-    assert r.returncode == 0, r.stderr[-3000:]
-    res = json.loads(r.stdout)
+    res = kill_then_finish("rgbc-arms", out, "synco-s0", 2)
     assert res["complete"] and sorted(res["runs"]) == sorted(f"{a}-s{s}" for a in ARMS for s in (0, 1))
     claims = {c["name"]: c for c in res["claims"]}
     assert list(claims)[:4] == ["P5-full", "P5-full_post", "P5-mu_tilde", "P6"]
