@@ -24,7 +24,7 @@ run: $(STAMP)
 	$(VENV)/bin/coevo run $(ARGS)
 
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=20
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m slow
