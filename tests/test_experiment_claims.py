@@ -118,3 +118,16 @@ def test_grid_resources_and_manifest():
     m = exp.manifest("ci", g)
     assert manifest_conflict(m, exp.manifest("ci", exp.grid("ci", seeds=3))) is None  # more seeds: compatible
     assert "other arguments" in manifest_conflict(m, exp.manifest("default", exp.grid("default")))
+
+
+def test_grid_max_seeds_secondary_arm():
+    """An arm with max_seeds runs only the first n seeds; the headline pair keeps every seed, and a
+    paired claim pairs on the seeds both arms ran."""
+    exp = Experiment("e", "d", [Arm("x"), Arm("y", max_seeds=2)], claims=[], seeds=4)
+    assert [r.name for r in exp.grid()] == ["x-s0", "y-s0", "x-s1", "y-s1", "x-s2", "x-s3"]
+    assert [r.name for r in exp.grid(seeds=1)] == ["x-s0", "y-s0"]
+    with pytest.raises(ValueError, match="max_seeds must be >= 1"):
+        Experiment("e", "d", [Arm("x", max_seeds=0)], claims=[]).grid()
+    runs = Runs({("x", s): {"acc": 0.1 * s} for s in range(4)} | {("y", s): {"acc": 0.5} for s in range(2)},
+                {})
+    assert paired_by_seed("x", "y", lambda s: s["acc"])(runs).values == pytest.approx({0: -0.5, 1: -0.4})

@@ -34,6 +34,7 @@ class Arm:
     preset: str = "cpu"
     overrides: Tuple[str, ...] = ()
     resources: Optional[Resources] = None  # None: resources_for(preset)
+    max_seeds: Optional[int] = None  # None: every seed of the grid; n: only the first n (a secondary arm)
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,9 @@ class Experiment:
     (``budgets[name]``: overrides added to every arm; ``"default"`` must exist), then ``claims``
     (``coevo.experiments.claims.Claim``) evaluated on the finished runs, and ``tables``
     (optional: ``fn(runs) -> {title: {"head": [...], "rows": [[...]]}}``) for the report.
-    ``seeds_for``: the default seed count per budget (else ``seeds``)."""
+    ``seeds_for``: the default seed count per budget (else ``seeds``).  An arm with ``max_seeds`` runs
+    only the first ``min(seeds, max_seeds)`` of them: a headline pair can get many seeds while
+    secondary arms keep a few (claims pair arms on the seeds both ran)."""
 
     name: str
     description: str
@@ -153,6 +156,9 @@ class Experiment:
         names = [a.name for a in self.arms]
         if not names or len(set(names)) != len(names):
             raise ValueError(f"experiment {self.name}: arm names must be unique and non-empty: {names}")
+        bad = [a.name for a in self.arms if a.max_seeds is not None and a.max_seeds < 1]
+        if bad:
+            raise ValueError(f"experiment {self.name}: max_seeds must be >= 1 (arms {', '.join(bad)})")
         if "default" not in self.budgets:
             raise ValueError(f"experiment {self.name}: needs a 'default' budget")
 
@@ -170,6 +176,8 @@ class Experiment:
         out = []
         for seed in range(self.first_seed, self.first_seed + n):
             for a in self.arms:
+                if a.max_seeds is not None and seed - self.first_seed >= a.max_seeds:
+                    continue
                 ov = tuple(a.overrides) + tuple(self.budgets[budget]) + tuple(extra)
                 pre = preset or a.preset
                 res = a.resources or resources_for(pre, ov)
