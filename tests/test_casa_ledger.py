@@ -226,8 +226,27 @@ def test_p2_fails_when_arms_differ_on_zero_abstention_groups(arms, tmp_path):
     con.execute("UPDATE criterion_scores SET reward = reward + 0.1")  # a bug: B's rewards off by 0.1 everywhere
     con.close()
     p2 = {p["id"]: p for p in evaluate_casa_predictions([arms["A"], b2])}["CASA-P2"]
-    assert p2["verdict"].startswith("fails") and p2["value"] == pytest.approx(-0.1)
-    assert p2["extra"]["per_pair"]["A-B"]["ci_high"] < 0
+    assert p2["verdict"].startswith("fails: an interval") and p2["value"] == pytest.approx(-0.1)
+    assert p2["extra"]["per_pair"]["A-B"]["ci_high"] < 0 and p2["extra"]["per_pair"]["A-B"]["first_step_max_abs"] > 0
+
+
+def test_p2_fails_after_the_first_update_only(arms, tmp_path):
+    """The arms agree exactly at their first step (shared rollouts) and differ later (their students diverged):
+    P2 fails, and says it is training, not a bug."""
+    import shutil
+
+    import duckdb
+
+    b2 = tmp_path / "B-diverged"
+    shutil.copytree(arms["B"], b2)
+    con = duckdb.connect(str(b2 / "ledger.duckdb"))
+    first = con.execute("SELECT min(step) FROM criterion_scores").fetchone()[0]
+    con.execute("UPDATE criterion_scores SET reward = reward + 0.1 WHERE step > ?", [first])
+    con.close()
+    p2 = {p["id"]: p for p in evaluate_casa_predictions([arms["A"], b2])}["CASA-P2"]
+    pair = p2["extra"]["per_pair"]["A-B"]
+    assert pair["first_step_groups"] > 0 and pair["first_step_max_abs"] == 0.0 and pair["ci_high"] < 0
+    assert p2["verdict"].startswith("fails after the first update") and "no bug" in p2["verdict"]
 
 
 def test_p3_holds_when_c_teaches_less_weight_than_a(tmp_path):

@@ -147,6 +147,16 @@ def _zero_groups(sc: dict) -> Dict[tuple, float]:
     return {k: float(np.mean([x for _, x in v])) for k, v in acc.items() if all(n == 0 for n, _ in v)}
 
 
+def _p2_failure(first_ok: bool) -> str:
+    """Why P2 fails: where the arms already differ at their first step (shared rollouts, no update yet) it is noise
+    or a bug; where they agree exactly there, the difference comes from training: after the first update each arm's
+    student answers the same prompt differently, also where nothing abstains."""
+    if first_ok:
+        return ("fails after the first update: the arms' students diverge (their abstention handling spills over "
+                "onto prompts with no abstention); at the first step the arms agree exactly (no bug)")
+    return "fails: an interval excludes 0 (noise or a bug on the zero-abstention subset)"
+
+
 def _p2(runs) -> dict:
     """CASA-P2 across arms on the same prompts: runs of two arms at the same seed share their prompts and,
     on groups where no rollout abstained in either, must give the same rewards (CASA proposal: a difference
@@ -155,7 +165,7 @@ def _p2(runs) -> dict:
     if len(labels) < 2:
         return _na("CASA-P2", "needs runs of >= 2 arms at the same seed (same prompts); within one run r - r~ is "
                    f"identically 0 on zero-abstention rows; arms given: {labels}")
-    per_pair, all_ok, worst = {}, True, None
+    per_pair, all_ok, first_ok, worst = {}, True, True, None
     for i, a in enumerate(labels):
         for b in labels[i + 1:]:
             ga = {(r["seed"], *k): v for r in runs if r["label"] == a for k, v in _zero_groups(r["scores"]).items()}
@@ -170,15 +180,22 @@ def _p2(runs) -> dict:
             if not np.isfinite(lo):  # one (seed, step) only: Wald over groups
                 se = float(diff.std(ddof=1) / np.sqrt(diff.size)) if diff.size > 1 else 0.0
                 lo, hi = float(diff.mean() - Z95 * se), float(diff.mean() + Z95 * se)
-            per_pair[f"{a}-{b}"] = {"mean": float(diff.mean()), "ci_low": lo, "ci_high": hi, "n_groups": diff.size}
+            first = {}  # each seed's first step: both arms sample before any update, so rewards must agree exactly
+            for k in keys:
+                first[k[0]] = min(first.get(k[0], k[1]), k[1])
+            d1 = np.array([ga[k] - gb[k] for k in keys if k[1] == first[k[0]]])
+            per_pair[f"{a}-{b}"] = {"mean": float(diff.mean()), "ci_low": lo, "ci_high": hi, "n_groups": diff.size,
+                                    "first_step_groups": int(d1.size),
+                                    "first_step_max_abs": float(np.abs(d1).max()) if d1.size else None}
             all_ok &= lo <= 0.0 <= hi
+            first_ok &= not d1.size or float(np.abs(d1).max()) < 1e-9
             if worst is None or abs(diff.mean()) > abs(per_pair[worst]["mean"]):
                 worst = f"{a}-{b}"
     if worst is None:
         return _na("CASA-P2", "no zero-abstention group shared by two arms' runs at the same seed")
     w = per_pair[worst]
     return _res("CASA-P2", w["mean"], w["ci_low"], w["ci_high"], w["n_groups"], "share (difference)",
-                "holds" if all_ok else "fails: an interval excludes 0 (noise or a bug on the zero-abstention subset)",
+                "holds" if all_ok else _p2_failure(first_ok),
                 f"reported pair: {worst} (largest |mean|); every pair's interval must cover 0",
                 per_pair=per_pair, interval="paired by (seed, step, prompt, group, axis); batch bootstrap over "
                 "(seed, step)")
