@@ -14,13 +14,13 @@ pytestmark = pytest.mark.slow
 ARMS = ("full", "full_post", "mu_tilde", "synco")
 
 
-def _productive(run_dir: Path) -> float:
-    """P[0 < mu_screen < 1 and 0 < mu_confirm < 1] over the screened tasks, straight from the ledger."""
+def _productive(run_dir: Path, second: str = "mu_confirm") -> float:
+    """P[0 < mu_screen < 1 and 0 < second < 1] over the screened tasks, straight from the ledger."""
     from coevo.ledger.store import Ledger
 
     led = Ledger(run_dir / "ledger.duckdb", read_only=True)
-    r = led.query("SELECT count(*) FILTER (WHERE mu_screen > 0 AND mu_screen < 1 AND mu_confirm > 0 AND "
-                  "mu_confirm < 1) AS both, count(*) AS n FROM task_stats WHERE mu_screen IS NOT NULL")[0]
+    r = led.query(f"SELECT count(*) FILTER (WHERE mu_screen > 0 AND mu_screen < 1 AND {second} > 0 AND "
+                  f"{second} < 1) AS both, count(*) AS n FROM task_stats WHERE mu_screen IS NOT NULL")[0]
     led.close()
     return r["both"] / r["n"]
 
@@ -31,7 +31,8 @@ def test_rgbc_arms_ci_budget_killed_and_resumed(tmp_path):
     res = kill_then_finish("rgbc-arms", out, "synco-s0", 2)
     assert res["complete"] and sorted(res["runs"]) == sorted(f"{a}-s{s}" for a in ARMS for s in (0, 1))
     claims = {c["name"]: c for c in res["claims"]}
-    assert list(claims)[:4] == ["P5-full", "P5-full_post", "P5-mu_tilde", "P6"]
+    assert list(claims)[:7] == ["P5-full", "P5-full_post", "P5-mu_tilde", "P5post-full", "P5post-full_post",
+                                "P5post-mu_tilde", "P6"]
     assert [c["headline"] for c in res["claims"]].count(True) == 1 and claims["P5-full"]["headline"]
     assert {c["verdict"] for c in res["claims"]} <= {"reproduced", "refuted", "inconclusive", "measured"}
     for name, c in claims.items():
@@ -42,11 +43,19 @@ def test_rgbc_arms_ci_budget_killed_and_resumed(tmp_path):
     diffs = {s: _productive(runs / f"full-s{s}") - _productive(runs / f"synco-s{s}") for s in (0, 1)}
     assert claims["P5-full"]["per_seed"] == {str(s): pytest.approx(d) for s, d in diffs.items()}
     assert claims["P5-full"]["estimate"] == pytest.approx(sum(diffs.values()) / 2)
+    post = {s: _productive(runs / f"full-s{s}", "mu_post") - _productive(runs / f"synco-s{s}", "mu_post") for s in (0, 1)}
+    assert claims["P5post-full"]["per_seed"] == {str(s): pytest.approx(d) for s, d in post.items()}
     assert claims["P6"]["n"] == 2 and claims["P6"]["method"].startswith("bootstrap of the range")
     # tables: every run's Reasoner rollouts, the pooled predictions, the curves, the no-truth split
     t = res["tables"]
     bud = t["Reasoner rollouts per run (budget match)"]["rows"]
-    assert len(bud) == 8 and all(row[4] == row[2] + row[3] for row in bud)
+    per_run = [row for row in bud if isinstance(row[1], int)]
+    assert len(per_run) == 8 and all(row[4] == row[2] + row[3] for row in per_run)
+    means = {row[0]: row for row in bud if row[1] == "mean of 2"}  # one per arm: the ratio of means to synco
+    assert set(means) == set(ARMS) and means["synco"][5] == "1.000"
+    full = [row[4] for row in per_run if row[0] == "full"]
+    syn = [row[4] for row in per_run if row[0] == "synco"]
+    assert means["full"][5] == f"{sum(full) / sum(syn):.3f}"
     assert [row[0] for row in t["RGBC proposal P1-P4 pooled over the grid"]["rows"]] == ["P1", "P2", "P3", "P4",
                                                                                           "P4-null"]
     assert t["No-truth split: all-wrong tasks (mu_1 = 0), not pooled"]["rows"]
