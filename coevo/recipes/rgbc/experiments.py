@@ -10,9 +10,14 @@ Arms (all ``--recipe rgbc`` on the arithmetic world, tiny policies, the shipped 
 - ``full_post``: T(mu_post) omega(kappa) (``rgbc.reward_mu=post``, the proposal's literal "T~ with mu_post as
   its argument"; omega never bites there: kappa = 1[0 < mu_post < 1] and T(0) = T(1) = 0).
 
+Seeds: synco and full over 20 (P5's pair: at 3 seeds its MDE was >= 15 points), mu_tilde and full_post over
+the first 5 (``Arm.max_seeds``).
+
 Claims: ``P5`` (headline): the replicated productive rate P[g_1 = 1, g_2 = 1] over the screened tasks, full -
-synco, paired by seed (the proposal: >= +3 points); the same for full_post and mu_tilde; ``P6``: SynCo's
-seed-to-seed range of its productive rate minus the proposal's 2 points (bootstrap interval of the range);
+synco, paired by seed (the proposal: >= +3 points); the same for full_post and mu_tilde; ``P5post``: the same
+with every arm's post-update group as g_2 (lag-matched: synco and mu_tilde confirm before the Reasoner update,
+full after it); ``P6``: SynCo's seed-to-seed range of its productive rate over its first 3 seeds minus the
+proposal's 2 points (bootstrap interval of the range);
 held-out accuracy per arm (measured) and its paired difference against synco.  Tables: each run's Reasoner
 rollouts (screen + training confirm; the budget match), the RGBC proposal's P1-P4 pooled over the grid with
 their intervals and verdicts (``coevo.recipes.rgbc.predictions``), kappa-bar / nu-bar / l-bar per step and arm
