@@ -184,11 +184,11 @@ def _p2(runs) -> dict:
             for k in keys:
                 first[k[0]] = min(first.get(k[0], k[1]), k[1])
             d1 = np.array([ga[k] - gb[k] for k in keys if k[1] == first[k[0]]])
+            m1 = float(np.abs(d1).max()) if d1.size else None
             per_pair[f"{a}-{b}"] = {"mean": float(diff.mean()), "ci_low": lo, "ci_high": hi, "n_groups": diff.size,
-                                    "first_step_groups": int(d1.size),
-                                    "first_step_max_abs": float(np.abs(d1).max()) if d1.size else None}
+                                    "first_step_groups": int(d1.size), "first_step_max_abs": m1}
             all_ok &= lo <= 0.0 <= hi
-            first_ok &= not d1.size or float(np.abs(d1).max()) < 1e-9
+            first_ok &= m1 is None or m1 < 1e-9
             if worst is None or abs(diff.mean()) > abs(per_pair[worst]["mean"]):
                 worst = f"{a}-{b}"
     if worst is None:
