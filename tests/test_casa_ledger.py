@@ -156,24 +156,24 @@ def test_predictions_three_arms(arms, tmp_path):
     P = {p["id"]: p for p in evaluate_casa_predictions([arms["A"], arms["B"], arms["C"]], stress)}
     assert set(P) == {"CASA-P1", "CASA-P2", "CASA-P3", "CASA-P4"}
     assert P["CASA-P1"]["status"] == "evaluated" and P["CASA-P1"]["value"] >= 0.10
-    assert P["CASA-P1"]["verdict"].startswith("holds")
+    assert P["CASA-P1"]["verdict"] in ("supported", "degenerate")
     p2 = P["CASA-P2"]
-    assert p2["verdict"] == "holds" and p2["value"] == 0.0 and set(p2["extra"]["per_pair"]) == {"A-B", "A-C", "B-C"}
+    assert p2["verdict"] == "supported" and p2["value"] == 0.0 and set(p2["extra"]["per_pair"]) == {"A-B", "A-C", "B-C"}
     p3 = P["CASA-P3"]  # the same rollouts in A and C: C's set contains A's, so its weight is >= A's -> fails
-    assert p3["value"] > 0 and p3["ci_low"] >= 0 and p3["verdict"] == "termination line crossed"
+    assert p3["value"] > 0 and p3["ci_low"] >= 0 and p3["verdict"] == "refuted"
     within = p3["extra"]["within_c"]  # the old, trivially holding statistic, kept as a detail
     assert within["effective_over_undiscounted"] < 1.0 and within["ratio_ci"][1] < 1.0
     assert within["new_effective_over_raw"] == pytest.approx(1 - 0.877, abs=0.1)
     assert within["n_rechecked"] == within["n_new_entries"] > 0
     p4 = P["CASA-P4"]
-    assert p4["value"] == pytest.approx(1 / 40) and "termination line crossed" in p4["verdict"]
-    assert "point estimate only" in p4["verdict"]  # Wilson upper of 1/40 reaches past 8%
+    # 1/40 below 8 %, but the Wilson upper end reaches past 8 %: inconclusive (was "crossed, point estimate only")
+    assert p4["value"] == pytest.approx(1 / 40) and p4["ci_high"] > 0.08 and p4["verdict"] == "inconclusive"
 
 
 def test_predictions_null_and_single_arm(tmp_path):
     run = write_run(tmp_path / "null", "A", 0.0, steps=3)
     P = {p["id"]: p for p in evaluate_casa_predictions([run])}
-    assert P["CASA-P1"]["value"] == 0.0 and "termination line crossed" in P["CASA-P1"]["verdict"]
+    assert P["CASA-P1"]["value"] == 0.0 and P["CASA-P1"]["verdict"] == "degenerate"  # phi 0 everywhere: no spread
     # one arm: r - r~ is identically 0 on its zero-abstention rows, so P2 is no test there
     assert P["CASA-P2"]["status"] == "not evaluable" and "same seed" in P["CASA-P2"]["reason"]
     assert P["CASA-P3"]["status"] == "not evaluable" and "arm-C" in P["CASA-P3"]["reason"]
@@ -181,7 +181,7 @@ def test_predictions_null_and_single_arm(tmp_path):
     (run / "stress.json").write_text(json.dumps([{"kind": "sandbox_py", "n": 40, "broken": 2},
                                                  {"kind": "llm_judge", "n": 40, "broken": 8}]))
     p4 = {p["id"]: p for p in evaluate_casa_predictions([run])}["CASA-P4"]
-    assert p4["verdict"] == "bank-bottleneck claim stands" and "llm_judge inside" in p4["line"]
+    assert p4["verdict"] == "supported" and "llm_judge inside" in p4["line"]
     assert stress_break_rates(run / "stress.json")["sandbox_py"]["vs_reference"] == "overlaps"
 
 
@@ -226,7 +226,7 @@ def test_p2_fails_when_arms_differ_on_zero_abstention_groups(arms, tmp_path):
     con.execute("UPDATE criterion_scores SET reward = reward + 0.1")  # a bug: B's rewards off by 0.1 everywhere
     con.close()
     p2 = {p["id"]: p for p in evaluate_casa_predictions([arms["A"], b2])}["CASA-P2"]
-    assert p2["verdict"].startswith("fails: an interval") and p2["value"] == pytest.approx(-0.1)
+    assert p2["verdict"].startswith("refuted: an interval") and p2["value"] == pytest.approx(-0.1)
     assert p2["extra"]["per_pair"]["A-B"]["ci_high"] < 0 and p2["extra"]["per_pair"]["A-B"]["first_step_max_abs"] > 0
 
 
@@ -246,7 +246,7 @@ def test_p2_fails_after_the_first_update_only(arms, tmp_path):
     p2 = {p["id"]: p for p in evaluate_casa_predictions([arms["A"], b2])}["CASA-P2"]
     pair = p2["extra"]["per_pair"]["A-B"]
     assert pair["first_step_groups"] > 0 and pair["first_step_max_abs"] == 0.0 and pair["ci_high"] < 0
-    assert p2["verdict"].startswith("fails after the first update") and "no bug" in p2["verdict"]
+    assert p2["verdict"].startswith("refuted after the first update") and "no bug" in p2["verdict"]
 
 
 def test_p3_holds_when_c_teaches_less_weight_than_a(tmp_path):
@@ -254,7 +254,7 @@ def test_p3_holds_when_c_teaches_less_weight_than_a(tmp_path):
     a = write_run(tmp_path / "A", "A", 0.05, p_pass=0.3)
     c = write_run(tmp_path / "C", "C", 0.05)
     p3 = {p["id"]: p for p in evaluate_casa_predictions([a, c])}["CASA-P3"]
-    assert p3["value"] < 0 and p3["ci_high"] < 0 and p3["verdict"] == "holds"
+    assert p3["value"] < 0 and p3["ci_high"] < 0 and p3["verdict"] == "supported"
     assert p3["extra"]["pairs"] == ["C vs A at seed 0"] and p3["extra"]["no_drop"]["tested"] is False
 
 
@@ -269,4 +269,4 @@ def test_p3_no_drop_fails_on_a_held_out_drop(tmp_path):
     p3 = {p["id"]: p for p in evaluate_casa_predictions(runs)}["CASA-P3"]
     nd = p3["extra"]["no_drop"]
     assert nd["tested"] and nd["drop"] and nd["mean"] == pytest.approx(-0.92 / 3)
-    assert p3["verdict"].startswith("fails: held-out accuracy drops")
+    assert p3["verdict"].startswith("refuted: held-out accuracy drops")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from coevo.experiments.claims import Claim, SeedSample, evaluate
+from coevo.experiments.claims import Claim, Design, SeedSample, evaluate, judge_rows
 from coevo.experiments.spec import Runs
 
 pytestmark = pytest.mark.browser
@@ -30,18 +30,21 @@ def shot():
     return mod
 
 
-def _claim(name, values, direction, paper):
-    return Claim(name, f"statement of {name}", f"statistic of {name}", lambda runs: SeedSample(values),
-                 direction=direction, paper_value=paper, scale=100, unit=" pt")
+def _claim(name, values, role, success, failure):
+    tested = role in ("primary", "secondary")
+    return Claim(name, f"statement of {name}", f"statistic of {name}", lambda runs: SeedSample(values), role=role,
+                 success_line=success if tested else None, failure_line=failure if tested else None,
+                 design=Design("seeds", 0.2, "a test value", 0.05, "constructed") if tested else None,
+                 arms=("a",), scale=100, unit=" pt")
 
 
 def constructed_result() -> dict:
     runs = Runs({}, {})
-    claims = [evaluate(c, runs) for c in (
-        _claim("reproduced", {0: 0.10, 1: 0.12, 2: 0.11}, 1, 0.11),
-        _claim("refuted", {0: 0.00, 1: 0.01, 2: -0.01}, 1, 0.20),
-        _claim("inconclusive", {0: -0.2, 1: 0.3, 2: 0.05}, 1, 0.1),
-        _claim("measured", {0: 0.6, 1: 0.7, 2: 0.65}, 0, 0.79))]
+    claims = judge_rows([evaluate(c, runs) for c in (
+        _claim("supported", {0: 0.10, 1: 0.12, 2: 0.11}, "primary", 0.05, 0.01),
+        _claim("refuted", {0: 0.00, 1: 0.01, 2: -0.01}, "secondary", 0.2, 0.1),
+        _claim("inconclusive", {0: -0.2, 1: 0.3, 2: 0.05}, "secondary", 0.1, 0.01),
+        _claim("measured", {0: 0.6, 1: 0.7, 2: 0.65}, "measurement", None, None))])
     return {"experiment": "constructed", "description": "four claims, one of each verdict", "budget": "default",
             "budget_note": "", "seeds": [0, 1, 2], "complete": False,
             "failed": [{"run": "b-s2", "error": "config: rzero.rounds: must be >= 1"}], "claims": claims,
@@ -52,7 +55,7 @@ def constructed_result() -> dict:
 
 def test_verdicts_of_the_constructed_claims():
     v = [c["verdict"] for c in constructed_result()["claims"]]
-    assert v == ["reproduced", "refuted", "inconclusive", "measured"]
+    assert v == ["supported", "refuted", "inconclusive", "measured"]
 
 
 def test_experiment_report_in_headless_chromium(shot, tmp_path):
@@ -65,5 +68,5 @@ def test_experiment_report_in_headless_chromium(shot, tmp_path):
     assert len(facts["images"]) == 4, facts["images"]  # one plot per claim
     assert facts["broken_images"] == [] and facts["console_errors"] == [], facts
     assert facts["sections"] == ["Failed runs", "Claims", "Plots", "Runs", "Timing"], facts["sections"]
-    assert {c.split(":")[0] for c in facts["captions"]} == {"reproduced", "refuted", "inconclusive", "measured"}
+    assert {c.split(":")[0] for c in facts["captions"]} == {"supported", "refuted", "inconclusive", "measured"}
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

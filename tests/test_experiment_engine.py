@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from coevo.experiments.claims import Claim, over_seeds  # noqa: E402
+from coevo.experiments.claims import Claim, Design, over_seeds  # noqa: E402
 from coevo.experiments.spec import Arm, Experiment  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,9 +36,11 @@ def _pl(s):
 
 
 CLAIMS = [Claim("final-accuracy", "held-out accuracy after one round", "overall accuracy", over_seeds("a", _final_acc),
-                direction=0, paper_value=0.5),
+                role="measurement", source_value=0.5),
           Claim("pseudo-labels", "pseudo-labels better than chance", "pseudo-label accuracy - 0.5",
-                over_seeds("a", lambda s: _pl(s) - 0.5), direction=1, paper_value=0.3)]
+                over_seeds("a", lambda s: _pl(s) - 0.5), role="primary", direction=1, smallest_effect=0.05,
+                smallest_effect_why="a test grid's line", source_value=0.3,
+                design=Design("seeds", 0.3, "a test value", 0.1, "a guess for the test"))]
 TINY = Experiment("tiny", "a tiny engine test grid", [Arm("a", "cpu", TINY_ARGS)], CLAIMS, seeds=2)
 TINY_BROKEN = Experiment("tiny", "the tiny grid plus an arm whose runs fail",
                          [Arm("a", "cpu", TINY_ARGS), Arm("broken", "cpu", ("rzero.rounds=-1",))], CLAIMS, seeds=2)
@@ -72,7 +74,8 @@ def test_jobs1_result(jobs1):
     assert res["complete"] and res["failed"] == [] and sorted(res["runs"]) == ["a-s0", "a-s1"]
     assert [c["name"] for c in res["claims"]] == ["final-accuracy", "pseudo-labels"]
     assert all(c["n"] == 2 for c in res["claims"]) and res["claims"][0]["verdict"] == "measured"
-    assert res["claims"][1]["verdict"] in ("reproduced", "refuted", "inconclusive")
+    assert res["claims"][1]["verdict"] in ("supported", "refuted", "inconclusive", "degenerate")
+    assert p.stdout.lstrip().startswith("{") and res["smoke"] is False and res["missing"] == []
     assert "wall_seconds" not in res["runs"]["a-s0"]["summary"]  # seconds live under "timing" only
     tm = res["timing"]
     assert tm["runs_cpu_s"] > 0 and tm["stage_seconds"]["total"] > 0 and 0 < tm["model_compute_share_of_steps"] < 1
@@ -138,7 +141,17 @@ def test_failing_run_named_on_one_line_others_kept(jobs1, tmp_path):
     assert [f["run"] for f in res["failed"]] == ["broken-s0", "broken-s1"] and not res["complete"]
     assert res["runs"]["a-s0"]["status"] == "finished" and res["runs"]["broken-s0"]["status"] == "failed"
     assert res["timing"]["runs_reused"] == 2
-    assert res["claims"] == comparable(jobs1[0])["claims"]  # the finished arm's claims, unchanged
+    assert res["missing"] == ["broken-s0", "broken-s1"]
+    # a grid with failed runs prints no verdict for a tested claim ...
+    ok = comparable(jobs1[0])["claims"]
+    assert res["claims"][1]["verdict"] == "incomplete" and "broken-s0" in res["claims"][1]["why"]
+    assert res["claims"][0] == ok[0]  # ... a measurement stays one
+    assert "INCOMPLETE (2 runs missing; no verdicts)" in p.stdout.splitlines()[0]
+    assert "missing runs: broken-s0, broken-s1" in p.stdout
+    # --allow-partial: the verdicts of the finished runs, and the first line says so
+    p2 = experiment("--out", str(out), "--allow-partial", spec=f"{Path(__file__).resolve()}:TINY_BROKEN", check=False)
+    res2 = json.loads((out / "result.json").read_text())
+    assert res2["claims"] == ok and res2["allow_partial"] and "--allow-partial" in p2.stdout.splitlines()[0]
 
 
 def test_cli_errors(tmp_path):

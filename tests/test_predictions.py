@@ -40,19 +40,28 @@ def three_runs(tmp_path):
 
 
 def test_judge_lines():
-    # P1 shape: predicted <= 0.45, termination >= 0.70
+    """judge() is the one rule (coevo.audit.verdicts.decide) in the predictions' words: P1 shape, predicted
+    <= 0.45 (success line), termination >= 0.70 (failure line)."""
     term = [(">=", 0.70, "frontier")]
-    assert judge(0.30, 0.20, 0.40, ("<=", 0.45), term)["verdict"] == "holds"
-    assert judge(0.40, 0.30, 0.50, ("<=", 0.45), term)["verdict"].startswith("leans to holding")
-    assert judge(0.80, 0.72, 0.88, ("<=", 0.45), term)["verdict"] == "termination line crossed"
-    assert judge(0.72, 0.60, 0.84, ("<=", 0.45), term)["verdict"].startswith("leans to the termination")
+    assert judge(0.30, 0.20, 0.40, ("<=", 0.45), term)["verdict"] == "supported"
+    j = judge(0.40, 0.30, 0.50, ("<=", 0.45), term)  # wholly below 0.70, estimate <= 0.45: supported
+    assert j["verdict"] == "supported" and j["line"].startswith("success <= 0.45; failure > 0.7: frontier")
+    assert judge(0.80, 0.72, 0.88, ("<=", 0.45), term)["verdict"] == "refuted"
+    j = judge(0.72, 0.60, 0.84, ("<=", 0.45), term)
+    assert j["verdict"] == "inconclusive" and "straddles the failure line 0.7" in j["line"]
     j = judge(0.60, 0.50, 0.69, ("<=", 0.45), term)
-    assert j["verdict"].startswith("between the lines") and "no termination line applies" in j["line"]
-    assert judge(0.30, None, None, ("<=", 0.45), term)["verdict"] == "holds (point estimate only)"
-    # P3 shape: two termination lines on either side
+    assert j["verdict"] == "inconclusive" and "between the lines" in j["line"]
+    assert judge(0.30, None, None, ("<=", 0.45), term)["verdict"] == "inconclusive"  # no interval: no verdict
+    assert judge(0.30, 0.30, 0.30, ("<=", 0.45), term)["verdict"] == "degenerate"  # zero width: no evidence
+    # P3 shape: failure < 0.01 on the far side, a further consequence > 0.20 on the predicted side
     lines = [("<", 0.01, "tight"), (">", 0.20, "re-estimate")]
-    assert judge(0.005, 0.001, 0.009, (">=", 0.05), lines)["line"].startswith("< 0.01")
-    assert judge(0.30, 0.25, 0.35, (">=", 0.05), lines)["line"].startswith("> 0.2")
+    j = judge(0.005, 0.001, 0.009, (">=", 0.05), lines)
+    assert j["verdict"] == "refuted" and "failure < 0.01: tight" in j["line"]
+    j = judge(0.30, 0.25, 0.35, (">=", 0.05), lines)
+    assert j["verdict"] == "supported" and j["line"].endswith("also past > 0.2: re-estimate")
+    # a prediction with one line only (CASA-P3: < 0): the success line is the failure line
+    assert judge(-0.02, -0.03, -0.01, ("<", 0.0), [(">=", 0.0, "no")])["verdict"] == "supported"
+    assert judge(0.02, 0.01, 0.03, ("<", 0.0), [(">=", 0.0, "no")])["verdict"] == "refuted"
 
 
 def test_arm_roles():
@@ -66,15 +75,14 @@ def test_predictions_hand_computed(three_runs, capsys):
     P = {p["id"]: p for p in res["predictions"]}
     # P1: screen-bearing tasks with a mixed confirm group: b0 2/4, b1 3/5, f0 3/3 -> 8/12
     assert P["P1"]["value"] == pytest.approx(8 / 12)
-    # 0.45 < 8/12 < 0.70: neither the predicted side nor the termination line holds on the point estimate
-    assert P["P1"]["verdict"] == "between the lines (neither holds nor terminates)"
-    assert P["P1"]["line"] == "no termination line applies; >= 0.7 not reached"
+    # 0.45 < 8/12 < 0.70 and the interval reaches past 0.70: inconclusive
+    assert P["P1"]["verdict"] == "inconclusive" and "failure > 0.7" in P["P1"]["line"]
     # P3: nu defined on b0 t1 t2 t5 t6 and b1 t1 t2 t5 t6 (b1's t3 has no nu): misses t2, t6 -> 4/8 > 20%
     assert P["P3"]["value"] == pytest.approx(0.5)
-    assert P["P3"]["line"].startswith("> 0.2")
+    assert "> 0.2" in P["P3"]["line"]
     # P4: |lag| = .25 .25 0 0 .25 .25 in b0; b1 the same but t3 (1.0 -> 1.0) -> median .25
     assert P["P4"]["value"] == pytest.approx(0.25)
-    assert "termination" not in P["P4"]["verdict"]
+    assert P["P4"]["verdict"] != "refuted"
     # P5: full 3/4 both mixed; baseline (2 + 3) / 12 -> gain 1/3
     assert P["P5"]["value"] == pytest.approx(3 / 4 - 5 / 12)
     assert P["P5"]["extra"]["baseline"] == pytest.approx(5 / 12)
@@ -86,16 +94,16 @@ def test_predictions_hand_computed(three_runs, capsys):
     # (u1 .50, u2 .25) are all mixed: triple (0, 1, 0). A K=4 group is mixed with probability
     # 1 - p^4 - (1-p)^4 <= 1 - 2 (1/2)^4 = 7/8 for every p, so no two-point pool gets within 1/8 of
     # the bearing share; p = 1/2 reaches it (all-correct / all-wrong errors 1/16). Every bootstrap draw
-    # keeps such a bucket, so the interval is [1/8, 1/8], firmly past the 0.05 termination line.
+    # keeps such a bucket, so the interval is [1/8, 1/8]: zero width, degenerate (no verdict) by the rule.
     assert P["P2"]["status"] == "evaluated"
     assert P["P2"]["value"] == pytest.approx(1 / 8)
     assert P["P2"]["ci_low"] == pytest.approx(1 / 8) and P["P2"]["ci_high"] == pytest.approx(1 / 8)
-    assert P["P2"]["verdict"] == "termination line crossed" and P["P2"]["line"].startswith("> 0.05")
+    assert P["P2"]["verdict"] == "degenerate" and "failure > 0.05" in P["P2"]["line"]
     assert [(p["first_error"] == pytest.approx(1 / 8), p["last_error"] == pytest.approx(1 / 8))
             for p in P["P2"]["extra"]["per_run"]] == [(False, True), (False, True), (True, False)]
     print_predictions(res["predictions"])
     out = capsys.readouterr().out
-    assert "P6" in out and "termination line" in out
+    assert "P6" in out and "failure" in out
 
 
 def test_predictions_not_evaluable_without_screen_confirm(tmp_path):

@@ -17,33 +17,28 @@ __all__ = ["judge", "print_predictions"]
 
 def judge(value: float, lo: Optional[float], hi: Optional[float], holds: Tuple[str, float],
           lines: Sequence[Tuple[str, float, str]]) -> Dict[str, str]:
-    """Verdict of one prediction. ``holds`` = (op, x): the predicted side; ``lines`` = termination
-    lines (op, x, consequence). ``op`` is one of <=, <, >=, >. A side is *firm* when the whole 95%
-    interval lies on it, *leaning* when only the point estimate does."""
-    ops = {"<=": lambda a, b: a <= b, "<": lambda a, b: a < b, ">=": lambda a, b: a >= b, ">": lambda a, b: a > b}
+    """Verdict of one prediction by the one rule (``coevo.audit.verdicts.decide``). ``holds`` = (op, x): the
+    predicted side and its success line; ``lines`` = the source's termination lines (op, x, consequence). The
+    line on the far side of ``holds`` is the failure line (none: the success line is also the failure line);
+    a line on the predicted side beyond the success line (RGBC P3's > 20 %) is a further consequence, named
+    in ``line`` when the interval lies wholly past it. ``op`` is one of <=, <, >=, >. A zero-width interval
+    is ``degenerate``; no interval, ``inconclusive``."""
+    from coevo.audit.verdicts import DEGENERATE, decide, explain
+
+    op, success = holds
+    direction = 1 if op in (">=", ">") else -1
+    far = [(o, x, c) for o, x, c in lines if (o in (">=", ">")) != (direction > 0)]
+    near = [(o, x, c) for o, x, c in lines if (o in (">=", ">")) == (direction > 0)]
+    failure, consequence = (far[0][1], far[0][2]) if far else (success, "the predicted side is not reached")
     has_ci = lo is not None and hi is not None and np.isfinite(lo) and np.isfinite(hi)
-
-    def side(op, x):
-        if not ops[op](value, x):
-            return None
-        if not has_ci:
-            return "point"
-        return "firm" if (ops[op](lo, x) and ops[op](hi, x)) else "leaning"
-
-    for op, x, consequence in lines:
-        s = side(op, x)
-        if s is not None:
-            v = "termination line crossed" if s == "firm" else (
-                "termination line crossed (point estimate only)" if s == "point" else
-                "leans to the termination line (interval straddles it)")
-            return {"verdict": v, "line": f"{op} {x:g}: {consequence}"}
-    s = side(*holds)
-    if s is not None:
-        v = {"firm": "holds", "point": "holds (point estimate only)",
-             "leaning": "leans to holding (interval straddles the line)"}[s]
-        return {"verdict": v, "line": f"predicted side {holds[0]} {holds[1]:g}; no termination line applies"}
-    return {"verdict": "between the lines (neither holds nor terminates)",
-            "line": "no termination line applies; " + "; ".join(f"{op} {x:g}" for op, x, _ in lines) + " not reached"}
+    lo_, hi_ = (float(lo), float(hi)) if has_ci else (float("nan"), float("nan"))
+    v = decide(value, lo_, hi_, direction, failure, success, degenerate=has_ci and lo_ == hi_)
+    why = explain(v, value, lo_, hi_, direction, failure, success, fmt=lambda x: f"{x:g}")
+    line = f"success {op} {success:g}; failure {'<' if direction > 0 else '>'} {failure:g}: {consequence}; {why}"
+    for o, x, c in near:
+        if has_ci and v != DEGENERATE and direction * (min(lo_, hi_) if direction > 0 else max(lo_, hi_)) > direction * x:
+            line += f"; also past {o} {x:g}: {c}"
+    return {"verdict": v, "line": line}
 
 
 def _pct(x, unit: str) -> str:

@@ -51,8 +51,15 @@ def _grid_command(name: str):
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines."),
         preset: Optional[str] = typer.Option(None, "--preset", "-p", help="Replace every arm's preset (e.g. qwen-1gpu)."),
         set_: List[str] = typer.Option([], "--set", "-s", help="Override added to every run, key=value, repeatable."),
+        design_only: bool = typer.Option(False, "--design", help="Run nothing: print each claim's pre-registration and "
+                                         "planned power, and the familywise false-supported rate."),
+        allow_partial: bool = typer.Option(False, "--allow-partial", help="Verdicts from a grid with failed or missing "
+                                           "runs (default: 'incomplete')."),
     ):
-        run_grid(name, seeds, jobs, executor, address, budget, out, as_json, quiet, preset, set_)
+        if design_only:
+            show_design(name, seeds, budget, as_json)
+            return
+        run_grid(name, seeds, jobs, executor, address, budget, out, as_json, quiet, preset, set_, allow_partial)
     command.__doc__ = f"Experiment {name}: arms x seeds, claims with verdicts (docs/experiments.md)."
     return command
 
@@ -69,28 +76,94 @@ def _run_any(
     quiet: bool = typer.Option(False, "--quiet", "-q"),
     preset: Optional[str] = typer.Option(None, "--preset", "-p"),
     set_: List[str] = typer.Option([], "--set", "-s"),
+    design_only: bool = typer.Option(False, "--design"),
+    allow_partial: bool = typer.Option(False, "--allow-partial"),
 ):
-    run_grid(name, seeds, jobs, executor, address, budget, out, as_json, quiet, preset, set_)
+    if design_only:
+        show_design(name, seeds, budget, as_json)
+        return
+    run_grid(name, seeds, jobs, executor, address, budget, out, as_json, quiet, preset, set_, allow_partial)
 
 
-def run_grid(name, seeds, jobs, executor, address, budget, out, as_json, quiet, preset=None, set_=()) -> None:
+def _load(name: str):
+    from coevo.experiments import ExperimentNotFound, load_experiment
+
+    try:
+        exp = load_experiment(name)
+        exp.check()
+    except ExperimentNotFound as e:
+        fail(str(e))
+    except ValueError as e:
+        fail(str(e))
+    return exp
+
+
+def show_design(name: str, seeds: Optional[int], budget: str, as_json: bool) -> None:
+    """``--design``: the pre-registration of every claim, its planned power, the familywise rate; runs nothing."""
+    from coevo.experiments.montecarlo import design
+
+    exp = _load(name)
+    if seeds is not None and seeds < 1:
+        fail("--seeds must be >= 1")
+    if budget not in exp.budgets:
+        fail(f"unknown budget {budget!r} for {exp.name}; known: {', '.join(exp.budgets)}")
+    d = design(exp, seeds, budget=budget)
+    if as_json:
+        emit_json(d)
+        return
+    print_design(d)
+
+
+def print_design(d: dict) -> None:
+    import os
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from coevo.experiments.report import fmt, lines_text
+
+    c = Console(width=int(os.environ.get("COLUMNS") or 160), highlight=False)
+    c.print(f"{d['experiment']} · design for budget {d['budget']} · {d['seeds']} seeds · familywise false-supported "
+            f"rate under the global null (claims at their failure lines): {100 * d['familywise_false_supported']:.1f} % "
+            f"(Monte Carlo, {d['n_sims']} experiments)", soft_wrap=True)
+    t = Table(title="pre-registered claims")
+    for col in ("claim", "role", "lines", "seeds", "powered for", "pilot SD", "power"):
+        t.add_column(col, overflow="fold")
+    for r in d["claims"]:
+        k, u = r.get("scale") or 1.0, r.get("unit") or ""
+        if r.get("power") is None:
+            t.add_row(r["name"], r["role"], "-", "-", "-", "-", "-")
+            continue
+        t.add_row(r["name"], r["role"], lines_text(r), str(r["seeds"]), fmt(r["powered_for"], k, u),
+                  fmt(r["pilot_sd"], k, u).lstrip("+"), f"{100 * r['power']:.0f} % (alpha {r['power_alpha']:.3g})")
+    c.print(t)
+    for r in d["claims"]:
+        c.print(f"- {r['name']} ({r['role']}): {r['statement']}", soft_wrap=True)
+        if r.get("smallest_effect_why"):
+            c.print(f"    smallest effect of interest: {r['smallest_effect_why']}", soft_wrap=True)
+        if r.get("power") is not None:
+            c.print(f"    units: {r['units']}; powered for {r['powered_for_what']}; pilot SD from {r['pilot_origin']}",
+                    soft_wrap=True)
+        if r.get("construction"):
+            c.print(f"    by construction: {r['construction']}", soft_wrap=True)
+
+
+def run_grid(name, seeds, jobs, executor, address, budget, out, as_json, quiet, preset=None, set_=(),
+             allow_partial: bool = False) -> None:
     """Load, run (or continue) and print an engine experiment; exit 1 when a run failed."""
     import sys
 
-    from coevo.experiments import ExperimentNotFound, load_experiment
     from coevo.experiments.engine import ExperimentError, run_experiment
 
     if jobs is not None and jobs < 1:
         fail("--jobs must be >= 1")
-    try:
-        exp = load_experiment(name)
-    except ExperimentNotFound as e:
-        fail(str(e))
+    exp = _load(name)
     if out is None:
         out = Path("runs/experiments") / (exp.name if budget == "default" else f"{exp.name}-{budget}")
     try:
         res = run_experiment(exp, out, budget=budget, seeds=seeds, jobs=jobs, executor=executor, address=address,
-                             stream=None if quiet else sys.stderr, preset=preset, extra=list(set_))
+                             stream=None if quiet else sys.stderr, preset=preset, extra=list(set_),
+                             allow_partial=allow_partial)
     except ExperimentError as e:
         fail(str(e))
     if as_json:
@@ -105,25 +178,30 @@ def run_grid(name, seeds, jobs, executor, address, budget, out, as_json, quiet, 
 
 
 def print_result(res: dict) -> None:
-    """The claims table, the experiment's tables and the timing line, on stdout."""
+    """The first line (budget, grid complete or not), the claims table, the experiment's tables, the timing."""
     import os
 
     from rich.console import Console
     from rich.table import Table
 
-    from coevo.experiments.report import fmt
+    from coevo.experiments.engine import headline
+    from coevo.experiments.report import claim_cells
 
     console = Console(width=int(os.environ.get("COLUMNS") or 160), highlight=False)
-
+    console.print(headline(res), soft_wrap=True)
+    if res.get("missing") and not res.get("complete"):
+        console.print(f"missing runs: {', '.join(res['missing'])}", soft_wrap=True)
     t = Table(title=f"{res['experiment']} · budget {res['budget']} · seeds {res['seeds']}")
-    for col in ("claim", "estimate", "95% CI", "MDE", "paper", "verdict", "n"):
+    for col in ("claim", "role", "estimate", "95% CI", "lines", "p (adj.)", "power", "verdict", "n"):
         t.add_column(col)
     for c in res["claims"]:
-        k, u = c.get("scale") or 1.0, c.get("unit") or ""
-        ci = f"[{fmt(c.get('ci_low'), k, u)}, {fmt(c.get('ci_high'), k, u)}]" if c.get("ci_low") is not None else "-"
-        t.add_row(c["name"], fmt(c.get("estimate"), k, u), ci, fmt(c.get("mde"), k, u).lstrip("+"),
-                  fmt(c.get("paper_value"), k, u), c["verdict"], str(c.get("n", "")))
+        t.add_row(*claim_cells(c))
     console.print(t)
+    whys = [c for c in res["claims"] if c.get("why") and c.get("role") in ("primary", "secondary")]
+    for c in whys:
+        console.print(f"{c['name']}: {c['verdict']} — {c['why']}", soft_wrap=True)
+    console.print(f"familywise false-supported rate of this design under the global null: "
+                  f"{100 * (res.get('familywise_false_supported') or 0):.1f} %", soft_wrap=True)
     for title, tab in (res.get("tables") or {}).items():
         tt = Table(title=title)
         for h in tab["head"]:

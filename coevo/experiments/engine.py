@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, TextIO
 
-from coevo.experiments.claims import evaluate
+from coevo.experiments.claims import TESTED, evaluate, judge_rows
 from coevo.experiments.rundirs import (LOG_NAME, clean_summary, read_summary, run_child, run_state,
                                        stage_seconds, steps_done)
 from coevo.experiments.spec import Experiment, RunSpec, Runs, manifest_conflict, read_manifest
@@ -199,7 +199,7 @@ def _prepare(exp: Experiment, out: Path, budget: str, seeds: Optional[int], pres
 def run_experiment(exp: Experiment, out: Path, budget: str = "default", seeds: Optional[int] = None,
                    jobs: Optional[int] = None, executor: str = "local", address: Optional[str] = None,
                    stream: Optional[TextIO] = sys.stderr, preset: Optional[str] = None,
-                   extra: Optional[List[str]] = None) -> dict:
+                   extra: Optional[List[str]] = None, allow_partial: bool = False) -> dict:
     """Run (or continue) the grid, then analyse it; writes result.json and report.html in ``out``.
     ``preset`` / ``extra``: every arm's preset replaced / overrides added (Experiment.grid)."""
     t0 = time.perf_counter()
@@ -219,7 +219,7 @@ def run_experiment(exp: Experiment, out: Path, budget: str = "default", seeds: O
         failed = _execute_local(todo, prog, jobs or 1) if todo else {}
     else:
         raise ExperimentError(f"--executor must be local or ray, got {executor!r}")
-    result = analyze(exp, grid, out, budget, failed)
+    result = analyze(exp, grid, out, budget, failed, allow_partial)
     if preset or extra:
         result["preset_override"], result["extra_overrides"] = preset, list(extra or [])
     result["timing"] = timing(grid, runs_dir, time.perf_counter() - t0, jobs, executor, len(reused))
@@ -227,8 +227,13 @@ def run_experiment(exp: Experiment, out: Path, budget: str = "default", seeds: O
     return result
 
 
-def analyze(exp: Experiment, grid: List[RunSpec], out: Path, budget: str, failed: Dict[str, str]) -> dict:
-    """The result of the finished runs (no seconds in it)."""
+def analyze(exp: Experiment, grid: List[RunSpec], out: Path, budget: str, failed: Dict[str, str],
+            allow_partial: bool = False) -> dict:
+    """The result of the finished runs (no seconds in it).  Verdicts: ``claims.judge_rows`` (the primary at
+    0.05, the secondaries Holm-adjusted, planned powers from the design); a smoke budget prints
+    ``smoke: no verdict`` and a grid with a failed or missing run ``incomplete`` (unless ``allow_partial``)."""
+    from coevo.experiments.montecarlo import familywise_false_supported, planned_powers
+
     runs_dir = Path(out) / "runs"
     summaries, dirs, runs = {}, {}, {}
     for r in grid:
@@ -240,30 +245,57 @@ def analyze(exp: Experiment, grid: List[RunSpec], out: Path, budget: str, failed
             summaries[(r.arm, r.seed)] = clean_summary(s)
             dirs[(r.arm, r.seed)] = runs_dir / r.name
     view = Runs(summaries, dirs)
-    claims = [_safe_evaluate(c, view) for c in exp.claims]
+    seeds = sorted({r.seed for r in grid})
+    claims = judge_rows([_safe_evaluate(c, view) for c in exp.claims], planned_powers(exp, len(seeds)))
+    complete = len(summaries) == len(grid)
+    missing = [r.name for r in grid if (r.arm, r.seed) not in summaries]
+    smoke = budget in exp.smoke
+    for row in claims:
+        if smoke:
+            row["verdict"], row["why"] = SMOKE, f"budget {budget!r} exercises the grid, not the science"
+        elif not complete and not allow_partial and row.get("role") in TESTED:
+            row["verdict"], row["why"] = INCOMPLETE, f"{len(missing)} of {len(grid)} runs missing: {', '.join(missing)}"
     tables = {}
     if exp.tables is not None and summaries:
         try:
             tables = exp.tables(view)
         except Exception as e:  # noqa: BLE001 - a table of a partial grid: say so, keep the claims
             tables = {"error": {"head": ["error"], "rows": [[f"{type(e).__name__}: {e}"]]}}
-    seeds = sorted({r.seed for r in grid})
+    fw = familywise_false_supported(exp, len(seeds))
     return _clean({
-        "experiment": exp.name, "description": exp.description, "budget": budget,
+        "experiment": exp.name, "description": exp.description, "budget": budget, "smoke": smoke,
         "budget_note": exp.notes.get(budget, ""), "seeds": seeds,
         "arms": {a.name: {"preset": a.preset, "overrides": list(a.overrides)} for a in exp.arms},
-        "budget_overrides": list(exp.budgets[budget]), "complete": len(summaries) == len(grid),
+        "budget_overrides": list(exp.budgets[budget]), "complete": complete, "missing": missing,
+        "allow_partial": bool(allow_partial and not complete),
+        "familywise_false_supported": fw["rate"],
         "failed": [{"run": n, "error": failed[n]} for n in sorted(failed)],
         "claims": claims, "tables": tables, "runs": runs})
+
+
+SMOKE, INCOMPLETE = "smoke: no verdict", "incomplete"
+
+
+def headline(result: dict) -> str:
+    """The first line of the text output: the budget and whether the grid is complete."""
+    b = result.get("budget")
+    state = "complete" if result.get("complete") else (
+        f"INCOMPLETE ({len(result.get('missing') or [])} runs missing" +
+        ("; verdicts from the partial grid, --allow-partial)" if result.get("allow_partial") else "; no verdicts)"))
+    kind = "smoke budget: no verdicts" if result.get("smoke") else "verdicts under the pre-registered rule"
+    return f"{result.get('experiment')} · budget {b} ({kind}) · grid {state} · seeds {result.get('seeds')}"
 
 
 def _safe_evaluate(claim, view: Runs) -> dict:
     try:
         return evaluate(claim, view)
     except Exception as e:  # noqa: BLE001 - one claim on a partial grid must not hide the others
-        return {"name": claim.name, "statement": claim.statement, "statistic": claim.statistic,
-                "verdict": "not evaluated", "why": f"{type(e).__name__}: {e}", "paper_value": claim.paper_value,
-                "headline": claim.headline, "direction": claim.direction, "scale": claim.scale, "unit": claim.unit}
+        return {"name": claim.name, "role": claim.role, "statement": claim.statement, "statistic": claim.statistic,
+                "verdict": "not evaluated", "why": f"{type(e).__name__}: {e}", "source_value": claim.source_value,
+                "headline": claim.role == "primary", "direction": claim.direction, "scale": claim.scale,
+                "unit": claim.unit, "failure_line": claim.failure, "success_line": claim.success_line,
+                "estimate": float("nan"), "ci_low": float("nan"), "ci_high": float("nan"), "se": float("nan"),
+                "df": 0, "n": 0, "p": float("nan"), "degenerate": False}
 
 
 def timing(grid: List[RunSpec], runs_dir: Path, wall: float, jobs, executor: str, reused: int) -> dict:

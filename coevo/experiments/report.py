@@ -1,6 +1,7 @@
-"""The experiment's HTML report: the claims table (estimate, 95 % interval, MDE, paper value,
-verdict), one plot per claim (estimate with its interval, the per-seed values, the zero line, the
-paper's value), the extra tables and the timing.  Self-contained: plots are base64 PNGs."""
+"""The experiment's HTML report: the first line (budget, grid complete or not), the claims table
+(role, estimate, 95 % interval, the pre-registered lines, adjusted p, planned power, verdict), one plot
+per claim (estimate with its interval, the per-seed values, the failure and success lines, the source's
+value), the extra tables and the timing.  Self-contained: plots are base64 PNGs."""
 from __future__ import annotations
 
 import base64
@@ -10,18 +11,48 @@ import math
 from pathlib import Path
 from typing import Optional
 
-__all__ = ["write_report", "render_html", "claim_plot", "fmt"]
+__all__ = ["write_report", "render_html", "claim_plot", "fmt", "lines_text", "claim_cells"]
 
 CSS = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
        "table{border-collapse:collapse;margin:1em 0;font-size:14px}td,th{border:1px solid #ccc;padding:4px 8px;"
        "text-align:left}th{background:#f4f4f4}figure{display:inline-block;margin:1em}.reproduced{color:#1a7f37}"
-       ".refuted{color:#b42318}.inconclusive{color:#9a6700}")
+       ".refuted{color:#b42318}.inconclusive{color:#9a6700}.supported{color:#1a7f37}")
 
 
 def fmt(v: Optional[float], scale: float = 1.0, unit: str = "") -> str:
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "-"
     return f"{v * scale:+.3g}{unit}" if unit in ("", " pt") else f"{v * scale:.3g}{unit}"
+
+
+def lines_text(c: dict) -> str:
+    """The pre-registered lines in the statistic's display units: ``fail < +1 pt, success >= +3 pt``."""
+    k, u = c.get("scale") or 1.0, c.get("unit") or ""
+    f, s_, d = c.get("failure_line"), c.get("success_line"), c.get("direction") or 1
+    if f is None:
+        return "-"
+    lt, ge = ("<", ">=") if d > 0 else (">", "<=")
+    word = "SESOI" if c.get("smallest_effect") is not None else "fail"
+    out = f"{word} {lt} {fmt(f, k, u)}"
+    return out + (f", success {ge} {fmt(s_, k, u)}" if s_ is not None else "")
+
+
+def _p(x) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    return f"{x:.2g}" if x >= 0.001 else f"{x:.1e}"
+
+
+def claim_cells(c: dict) -> list:
+    """One claims-table row as strings: claim, role, estimate, 95% CI, lines, p (adjusted), power, verdict, n."""
+    k, u = c.get("scale") or 1.0, c.get("unit") or ""
+    ci = f"[{fmt(c.get('ci_low'), k, u)}, {fmt(c.get('ci_high'), k, u)}]" if c.get("ci_low") is not None else "-"
+    tested = c.get("role") in ("primary", "secondary")
+    p = f"{_p(c.get('p'))} ({_p(c.get('p_adjusted'))})" if tested and c.get("role") == "secondary" else _p(c.get("p"))
+    power = c.get("power")
+    return [c["name"], c.get("role", ""), fmt(c.get("estimate"), k, u), ci, lines_text(c) if tested else "-",
+            p if tested else "-", f"{100 * power:.0f} %" if tested and power is not None else "-",
+            c.get("verdict", ""), str(c.get("n", ""))]
 
 
 def _png(fig) -> str:
@@ -52,10 +83,13 @@ def claim_plot(row: dict) -> str:
     seeds = [v * k for v in (row.get("per_seed") or {}).values() if v is not None]
     if seeds:
         ax.plot(seeds, [0.25] * len(seeds), "x", color="#777", label="per seed")
-    if row.get("direction"):
-        ax.axvline(0.0, color="black", lw=1, label="zero")
-    if row.get("paper_value") is not None:
-        ax.axvline(row["paper_value"] * k, color="#b42318", ls="--", lw=1.2, label="paper")
+    ax.axvline(0.0, color="black", lw=0.6, label="zero")
+    if row.get("failure_line") is not None and row.get("role") in ("primary", "secondary"):
+        ax.axvline(row["failure_line"] * k, color="#b42318", lw=1.2, label="failure line")
+    if row.get("success_line") is not None and row.get("role") in ("primary", "secondary"):
+        ax.axvline(row["success_line"] * k, color="#1a7f37", lw=1.2, label="success line")
+    if row.get("source_value") is not None:
+        ax.axvline(row["source_value"] * k, color="#7a4fb4", ls="--", lw=1.2, label="source")
     ax.set_yticks([])
     ax.set_ylim(-0.6, 0.6)
     ax.set_xlabel(f"{row.get('statistic', '')}{' (' + row['unit'].strip() + ')' if row.get('unit') else ''}"[:90])
@@ -71,37 +105,40 @@ def _table(head, rows) -> str:
 
 
 def _claims_table(claims) -> str:
-    head = ["claim", "statistic", "estimate", "95% CI", "MDE (80% power)", "paper", "verdict", "n", "method"]
-    rows = []
-    for c in claims:
-        k, u = c.get("scale") or 1.0, c.get("unit") or ""
-        ci = f"[{fmt(c.get('ci_low'), k, u)}, {fmt(c.get('ci_high'), k, u)}]" if c.get("ci_low") is not None else "-"
-        rows.append([c["name"], c.get("statistic", ""), fmt(c.get("estimate"), k, u), ci,
-                     fmt(c.get("mde"), k, u).lstrip("+"), fmt(c.get("paper_value"), k, u),
-                     c.get("verdict", ""), c.get("n", ""), c.get("method", "")])
+    head = ["claim", "role", "estimate", "95% CI", "lines", "p (Holm-adjusted)", "planned power", "verdict", "n",
+            "statistic", "method"]
+    rows = [claim_cells(c) + [c.get("statistic", ""), c.get("method", "")] for c in claims]
     return _table(head, rows)
 
 
 def render_html(result: dict) -> str:
     """The whole page as a string."""
+    from coevo.experiments.engine import headline
+
     e = html.escape
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{e(result['experiment'])}</title>"
              f"<style>{CSS}</style></head><body>",
              f"<h1>Experiment {e(result['experiment'])}</h1><p>{e(result.get('description', ''))}</p>",
+             f"<p><b>{e(headline(result))}</b></p>",
              f"<p>budget <b>{e(result.get('budget', ''))}</b> {e(result.get('budget_note', ''))}; "
-             f"seeds {e(str(result.get('seeds')))}; complete: {result.get('complete')}</p>"]
+             f"seeds {e(str(result.get('seeds')))}; complete: {result.get('complete')}; familywise false-supported "
+             f"rate of the design under the global null: {100 * (result.get('familywise_false_supported') or 0):.1f} %</p>"]
+    if result.get("missing") and not result.get("complete"):
+        parts.append(f"<p class='refuted'>missing runs: {e(', '.join(result['missing']))}</p>")
     if result.get("failed"):
         parts.append("<h2>Failed runs</h2>" + _table(["run", "error"], [[f["run"], f["error"]] for f in result["failed"]]))
     parts.append("<h2>Claims</h2>" + _claims_table(result.get("claims", [])))
-    parts.append("<ul>" + "".join(f"<li><b>{e(c['name'])}</b>: {e(c.get('statement', ''))}"
-                                  f"{' — ' + e(c['paper_note']) if c.get('paper_note') else ''}"
+    parts.append("<ul>" + "".join(f"<li><b>{e(c['name'])}</b> ({e(c.get('role', ''))}): {e(c.get('statement', ''))}"
+                                  f"{' — ' + e(c['source_note']) if c.get('source_note') else ''}"
+                                  f"{' — smallest effect of interest: ' + e(c['smallest_effect_why']) if c.get('smallest_effect_why') else ''}"
+                                  f"{' — by construction: ' + e(c['construction']) if c.get('construction') else ''}"
                                   f"{' — ' + e(c['why']) if c.get('why') else ''}"
-                                  f" <span class='{e(c.get('verdict', ''))}'>{e(c.get('verdict', ''))}</span></li>"
+                                  f" <span class='{e(c.get('verdict', '').split(':')[0])}'>{e(c.get('verdict', ''))}</span></li>"
                                   for c in result.get("claims", [])) + "</ul>")
     parts.append("<h2>Plots</h2>")
     for c in result.get("claims", []):
         if c.get("estimate") is not None:
-            cap = f"{c['name']}: estimate, 95 % interval, zero and the paper's value"
+            cap = f"{c['name']}: estimate, 95 % interval, the failure / success lines and the source's value"
             parts.append(f"<figure><img alt='{e(cap)}' src='{claim_plot(c)}'/><figcaption>{e(cap)}</figcaption></figure>")
     for title, t in (result.get("tables") or {}).items():
         parts.append(f"<h2>{e(title)}</h2>" + _table(t["head"], t["rows"]))

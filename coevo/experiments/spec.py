@@ -151,6 +151,7 @@ class Experiment:
     seeds_for: Dict[str, int] = field(default_factory=dict)
     tables: Optional[Callable[[Runs], Dict[str, dict]]] = None
     notes: Dict[str, str] = field(default_factory=dict)  # per budget: what it changes, in words
+    smoke: Tuple[str, ...] = ("ci",)  # budgets that exercise the grid, not the science: no verdicts
 
     def check(self) -> None:
         names = [a.name for a in self.arms]
@@ -161,6 +162,23 @@ class Experiment:
             raise ValueError(f"experiment {self.name}: max_seeds must be >= 1 (arms {', '.join(bad)})")
         if "default" not in self.budgets:
             raise ValueError(f"experiment {self.name}: needs a 'default' budget")
+        self.check_claims()
+
+    def check_claims(self) -> None:
+        """Refuse an incomplete pre-registration: every claim complete (``Claim.problems``), names unique,
+        exactly one primary claim (an experiment without claims is a bare grid), the arms a claim reads declared."""
+        names = [c.name for c in self.claims]
+        if len(set(names)) != len(names):
+            raise ValueError(f"experiment {self.name}: claim names must be unique: {names}")
+        bad = [f"{c.name}: lacks {'; '.join(c.problems())}" for c in self.claims if c.problems()]
+        arms = {a.name for a in self.arms}
+        bad += [f"{c.name}: reads unknown arm(s) {sorted(set(c.arms) - arms)}" for c in self.claims
+                if set(c.arms) - arms]
+        primary = [c.name for c in self.claims if c.role == "primary"]
+        if self.claims and len(primary) != 1:
+            bad.append(f"exactly one primary claim (has {len(primary)}: {', '.join(primary) or 'none'})")
+        if bad:
+            raise ValueError(f"experiment {self.name}: incomplete pre-registration: " + " | ".join(bad))
 
     def grid(self, budget: str = "default", seeds: Optional[int] = None, preset: Optional[str] = None,
              extra: Sequence[str] = ()) -> List[RunSpec]:

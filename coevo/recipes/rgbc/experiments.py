@@ -13,11 +13,12 @@ Arms (all ``--recipe rgbc`` on the arithmetic world, tiny policies, the shipped 
 Seeds: synco and full over 20 (P5's pair: at 3 seeds its MDE was >= 15 points), mu_tilde and full_post over
 the first 5 (``Arm.max_seeds``).
 
-Claims: ``P5`` (headline): the replicated productive rate P[g_1 = 1, g_2 = 1] over the screened tasks, full -
-synco, paired by seed (the proposal: >= +3 points); the same for full_post and mu_tilde; ``P5post``: the same
-with every arm's post-update group as g_2 (lag-matched: synco and mu_tilde confirm before the Reasoner update,
-full after it); ``P6``: SynCo's seed-to-seed range of its productive rate over its first 3 seeds minus the
-proposal's 2 points (bootstrap interval of the range);
+Claims (pre-registered, docs/experiments.md): ``P5-full`` (primary): the pooled replicated productive rate
+P[g_1 = 1, g_2 = 1] over the screened tasks, full - synco, paired by seed, against the proposal's own lines
+(success >= +3 points, failure < +1 point); the same for full_post and mu_tilde, and ``P5post`` with every
+arm's post-update group as g_2 (lag-matched: synco and mu_tilde confirm before the Reasoner update, full
+after it); ``P6``: SynCo's seed-to-seed range of its productive rate over its first 3 seeds (success >= 2
+points, failure < 0.5 point; bootstrap interval of the range);
 held-out accuracy per arm (measured) and its paired difference against synco.  Tables: each run's Reasoner
 rollouts (screen + training confirm; the budget match), the RGBC proposal's P1-P4 pooled over the grid with
 their intervals and verdicts (``coevo.recipes.rgbc.predictions``), kappa-bar / nu-bar / l-bar per step and arm
@@ -30,12 +31,12 @@ from pathlib import Path
 
 import numpy as np
 
-from coevo.experiments.claims import Claim, PointSample, SeedSample, over_seeds, paired_by_seed
+from coevo.experiments.claims import Claim, Design, PointSample, over_seeds, paired_by_seed, ratio_paired
 from coevo.experiments.spec import Arm, Experiment
 
 ARMS = ("synco", "mu_tilde", "full", "full_post")
 BASE = "synco"
-P5_PAPER, P6_LINE = 0.03, 0.02
+P5_PAPER, P5_FAIL, P6_LINE, P6_FAIL = 0.03, 0.01, 0.02, 0.005
 P6_SEEDS = 3  # the proposal's range is over its three seeds; a range over more seeds only grows with their number
 HEADLINE_SEEDS, SECONDARY_SEEDS = 20, 5  # synco and full: P5's pair; mu_tilde and full_post: the first 5 seeds
 
@@ -57,46 +58,61 @@ def run_facts(run_dir: str) -> dict:
         led.close()
     return {"productive": productive_rate(ts.get("mu_screen", []), ts.get("mu_confirm", [])),
             "productive_post": productive_rate(ts.get("mu_screen", []), ts.get("mu_post", [])),
+            "productive_counts": productive_counts(ts.get("mu_screen", []), ts.get("mu_confirm", [])),
+            "productive_post_counts": productive_counts(ts.get("mu_screen", []), ts.get("mu_post", [])),
             "rollouts": nums["budget"]["screen"] + nums["budget"]["confirm_train"], "budget": nums["budget"],
             "per_step": nums["per_step"], "no_truth": nums.get("no_truth"), "overall": nums["overall"]}
 
 
 def productive_rate(mu_screen, mu_confirm):
     """P[g_1 = 1 and g_2 = 1] over the screened tasks (a bearing task without a confirm group counts 0)."""
+    c = productive_counts(mu_screen, mu_confirm)
+    return None if c is None else c[0] / c[1]
+
+
+def productive_counts(mu_screen, mu_confirm):
+    """(tasks with g_1 = 1 and g_2 = 1, screened tasks): the counts behind ``productive_rate``."""
     s = np.array([np.nan if v is None else v for v in mu_screen], dtype=float)
     c = np.array([np.nan if v is None else v for v in mu_confirm], dtype=float)
     ok = np.isfinite(s)
     if not ok.any():
         return None
     both = (s > 0) & (s < 1) & np.isfinite(c) & (c > 0) & (c < 1)
-    return float(both[ok].mean())
+    return int(both[ok].sum()), int(ok.sum())
 
 
 def _per_seed(runs, arm: str, key: str) -> dict:
     return {s: v for s in runs.seeds(arm) if (v := run_facts(str(runs.run_dir(arm, s)))[key]) is not None}
 
 
-def paired_productive(arm: str, key: str = "productive"):
-    """Per seed: the arm's replicated productive rate minus synco's (``key``: ``productive`` with each arm's own
-    confirm group, ``productive_post`` with the post-update group every arm draws)."""
-    def sample(runs) -> SeedSample:
-        a, b = _per_seed(runs, arm, key), _per_seed(runs, BASE, key)
-        return SeedSample({s: a[s] - b[s] for s in sorted(set(a) & set(b))}, f"paired t over seeds ({arm} - {BASE})")
-    return sample
+def productive_count(key: str = "productive_counts"):
+    """``count(runs, arm, seed)``: (replicated productive tasks, screened tasks) of the run (``key``: with each
+    arm's own confirm group, or ``productive_post_counts`` with the post-update group every arm draws)."""
+    def count(runs, arm: str, seed: int):
+        return run_facts(str(runs.run_dir(arm, seed)))[key]
+    return count
+
+
+def paired_productive(arm: str, key: str = "productive_counts"):
+    """The arm's pooled replicated productive rate minus synco's, paired by seed (counts, CR1 over seeds)."""
+    return ratio_paired(arm, BASE, productive_count(key))
 
 
 def p6_sample(runs) -> PointSample:
     """SynCo's seed-to-seed range of its productive rate over its first three seeds (the proposal's
-    design; the range over more seeds grows with their number) minus 2 points, with the interval of
-    ``coevo.recipes.rgbc.predictions`` (bootstrap of the range, steps resampled within each run) shifted alike."""
+    design; the range over more seeds grows with their number), with the interval of
+    ``coevo.recipes.rgbc.predictions`` (bootstrap of the range, steps resampled within each run)."""
     from coevo.recipes.rgbc.predictions import evaluate_predictions
 
     dirs = [runs.run_dir(BASE, s) for s in runs.seeds(BASE)[:P6_SEEDS]]
     p = next(q for q in evaluate_predictions(dirs, only=("P6",)) if q["id"] == "P6")
     if p["status"] != "evaluated":
         return PointSample(float("nan"), float("nan"), float("nan"), len(dirs), p["reason"])
-    return PointSample(p["value"] - P6_LINE, p["ci_low"] - P6_LINE, p["ci_high"] - P6_LINE, p["n"],
-                       "bootstrap of the range over seeds (steps resampled within each run), minus 2 pt")
+    return PointSample(p["value"], p["ci_low"], p["ci_high"], p["n"],
+                       "bootstrap of the range over seeds (steps resampled within each run)")
+
+
+p6_sample.arms = (BASE,)
 
 
 def heldout(s: dict):
@@ -182,35 +198,62 @@ def tables(runs) -> dict:
             "No-truth split: all-wrong tasks (mu_1 = 0), not pooled": no_truth_table(runs)}
 
 
-def _p5(arm: str, headline: bool, what: str) -> Claim:
-    return Claim(f"P5-{arm}", f"{what} raises the replicated productive rate over SynCo by >= 3 points at a matched "
-                 "budget (RGBC proposal P5)", f"P[g1 = 1, g2 = 1] over screened tasks, {arm} - {BASE}, paired by seed",
-                 paired_productive(arm), direction=1, paper_value=P5_PAPER, headline=headline, scale=100, unit=" pt",
-                 paper_note="the proposal's line (>= 3 points; < 1 point: two-stage sampling does not pay)")
+P5_WORDS = ("the full scheme raises the replicated productive rate over the SynCo baseline by at least 3 points at "
+            "an equal budget; a gain under 1 point means the two-stage sampling does not pay for itself (RGBC "
+            "proposal P5)")
+PILOT = ("the default run at ad836ad (docs/rgbc.md): extra-binomial SD of the per-seed differences; seeds also "
+         "evaluated: not held out")
 
 
-def _p5_post(arm: str) -> Claim:
-    return Claim(f"P5post-{arm}", f"P5 with the replication group drawn after the Reasoner update in both arms "
-                 f"(arm {arm} vs SynCo, lag-matched)", f"P[g1 = 1, g_post = 1] over screened tasks, {arm} - {BASE}, "
-                 "paired by seed", paired_productive(arm, "productive_post"), direction=1, paper_value=P5_PAPER,
-                 scale=100, unit=" pt", paper_note="synco and mu_tilde replicate before the update, full after it; "
-                 "here every arm's second group is its post-update one (docs/rgbc.md)")
+def _p5_design(arm: str, sd: float, post: bool) -> Design:
+    return Design("seeds (paired with synco), ~320 screened tasks per run", P5_PAPER, "the proposal's success line "
+                  "(+3 points)", sd, PILOT + (" (P5post)" if post else ""), kind="ratio", n_per_seed=320,
+                  base_rate=0.20)
+
+
+def _p5(arm: str, role: str, what: str, sd: float) -> Claim:
+    return Claim(f"P5-{arm}", f"{P5_WORDS}; here {what}", f"pooled P[g1 = 1, g2 = 1] over screened tasks, {arm} - "
+                 f"{BASE}, paired by seed", paired_productive(arm), role=role, direction=1, success_line=P5_PAPER,
+                 failure_line=P5_FAIL, design=_p5_design(arm, sd, False), source_value=P5_PAPER, scale=100, unit=" pt")
+
+
+def _p5_post(arm: str, sd: float) -> Claim:
+    return Claim(f"P5post-{arm}", f"{P5_WORDS}; here with the replication group drawn after the Reasoner update in "
+                 f"both arms (arm {arm} vs SynCo, lag-matched)", f"pooled P[g1 = 1, g_post = 1] over screened tasks, "
+                 f"{arm} - {BASE}, paired by seed", paired_productive(arm, "productive_post_counts"), role="secondary",
+                 direction=1, success_line=P5_PAPER, failure_line=P5_FAIL, design=_p5_design(arm, sd, True),
+                 source_value=P5_PAPER, source_note="synco and mu_tilde replicate before the update, full after it; "
+                 "here every arm's second group is its post-update one (docs/rgbc.md)", scale=100, unit=" pt")
+
+
+def _heldout(arm: str, sd: float) -> Claim:
+    return Claim(f"heldout-{arm}-vs-synco", f"arm {arm} against SynCo on held-out accuracy (the proposal's second "
+                 "main metric, the benchmark average; no number)", f"held-out accuracy, {arm} - {BASE}, paired by seed "
+                 "(the same held-out items in every run: the t over seeds is the counts' pooled difference)",
+                 paired_by_seed(arm, BASE, heldout), role="secondary", direction=1, smallest_effect=0.01,
+                 smallest_effect_why="the proposal reads SynCo's reported +0.8-point difference as noise (P6): a "
+                 "held-out gain under 1 point would be no more than that",
+                 design=Design("seeds (paired with synco)", 0.02, "twice the smallest effect of interest (the proposal "
+                               "gives no number)", sd, PILOT),
+                 scale=100, unit=" pt")
 
 
 CLAIMS = [
-    _p5("full", True, "arm full (T(mu~) omega(kappa), mu~ over screen + post confirm)"),
-    _p5("full_post", False, "arm full with T(mu_post) omega(kappa)"),
-    _p5("mu_tilde", False, "arm mu_tilde (T(mu~), no kappa discount)"),
-    *[_p5_post(arm) for arm in ("full", "full_post", "mu_tilde")],
-    Claim("P6", "SynCo's seed-to-seed range of its productive rate is >= 2 points (RGBC proposal P6)",
-          "range over seeds of SynCo's single-shot bearing rate - 2 pt", p6_sample, direction=1, paper_value=None,
-          scale=100, unit=" pt", paper_note="reproduced: the range is firmly above 2 points; refuted: firmly below"),
+    _p5("full", "primary", "arm full (T(mu~) omega(kappa), mu~ over screen + post confirm)", 0.01),
+    _p5("full_post", "secondary", "arm full with T(mu_post) omega(kappa)", 0.01),
+    _p5("mu_tilde", "secondary", "arm mu_tilde (T(mu~), no kappa discount)", 0.01),
+    *[_p5_post(arm, 0.01) for arm in ("full", "full_post", "mu_tilde")],
+    Claim("P6", "SynCo's productive rate has a seed-to-seed range of at least 2 points, so the reported +0.8-point "
+          "difference lies inside the noise; a range under 0.5 points voids the power argument (RGBC proposal P6)",
+          "range over SynCo's first 3 seeds of its single-shot bearing rate", p6_sample, role="secondary",
+          direction=1, success_line=P6_LINE, failure_line=P6_FAIL,
+          design=Design("SynCo's first 3 seeds (one range)", P6_LINE, "the proposal's success line (2 points)", 0.0336,
+                        "the width of the bootstrap interval of the default run at ad836ad / 3.92", kind="point",
+                        seeds=P6_SEEDS),
+          source_value=P6_LINE, scale=100, unit=" pt"),
     *[Claim(f"heldout-{arm}", f"held-out accuracy of arm {arm} (last round, greedy)", f"held-out accuracy ({arm})",
-            over_seeds(arm, heldout), direction=0, scale=100, unit=" %") for arm in ARMS],
-    *[Claim(f"heldout-{arm}-vs-synco", f"arm {arm} against SynCo on held-out accuracy",
-            f"held-out accuracy, {arm} - {BASE}, paired by seed", paired_by_seed(arm, BASE, heldout), direction=1,
-            scale=100, unit=" pt", paper_note="the proposal's second main metric (benchmark average); no number")
-      for arm in ARMS if arm != BASE],
+            over_seeds(arm, heldout), role="measurement", scale=100, unit=" %") for arm in ARMS],
+    *[_heldout(arm, sd) for arm, sd in (("mu_tilde", 0.0086), ("full", 0.0053), ("full_post", 0.0045))],
 ]
 
 # the budget match of arm synco (docs/rgbc.md): the prior is the bearing rate the RGBC arms observe on this

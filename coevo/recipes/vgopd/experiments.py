@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from coevo.experiments.claims import Claim, SeedSample, paired_by_seed
+from coevo.experiments.claims import Claim, Design, SeedSample, paired_by_seed, ratio_over_seeds
 from coevo.experiments.spec import Arm, Experiment
 from coevo.recipes.vgopd.casa.consequences import chi2_homogeneity, run_consequences
 
@@ -53,6 +53,7 @@ def _ledger_metric(arm: str, fn: Callable[[dict], Optional[float]]) -> Callable:
             if v is not None:
                 out[s] = float(v)
         return SeedSample(out, f"t over the seeds of {arm} (ledger, oracle)")
+    sample.arms = (arm,)
     return sample
 
 
@@ -60,7 +61,14 @@ def _ledger_paired(arm: str, base: str, fn: Callable[[dict], Optional[float]]) -
     def sample(runs) -> SeedSample:
         a, b = _ledger_metric(arm, fn)(runs).values, _ledger_metric(base, fn)(runs).values
         return SeedSample({s: a[s] - b[s] for s in sorted(set(a) & set(b))}, f"paired t over seeds ({arm} - {base})")
+    sample.arms = (arm, base)
     return sample
+
+
+def reversal_count(runs, arm: str, seed: int):
+    """(exact reversals the oracle orders as r~, exact reversals it orders as r~ or as r): ties left out."""
+    r = run_consequences(runs.run_dir(arm, seed))["reversals"]
+    return r.get("r_tilde", 0), r.get("r_tilde", 0) + r.get("r", 0)
 
 
 def heldout(s: dict) -> float:
@@ -71,11 +79,6 @@ def family(s: dict) -> Optional[float]:
     return s["rounds"][-1]["solver_eval_accuracy"].get("by_difficulty", {}).get(FAMILY)
 
 
-def _reversal_balance(c: dict) -> Optional[float]:
-    r = c["reversals"]
-    return (r.get("r_tilde", 0) - r.get("r", 0)) / r["exact"] if r.get("exact") else None
-
-
 def _rejected(channel: str) -> Callable:
     def fn(c: dict) -> Optional[float]:
         g = c["gates"].get(channel)
@@ -83,39 +86,79 @@ def _rejected(channel: str) -> Callable:
     return fn
 
 
+PILOT = "the default run at ad836ad, seeds 0-2 (docs/vgopd.md); seeds also evaluated: not held out"
+BIAS_A_WHY = ("r drops an abstained criterion from numerator and denominator: when the judge abstains on 60 % of "
+              "failed and 5 % of passed criteria the abstained ones are mostly failed, so r lies above the oracle on "
+              "average; on the null world the expectation is 0 but for an undefined r imputed as 0 "
+              "(tests/test_experiment_controls.py::test_casa_reward_bias_identities)")
+BIAS_B_WHY = ("r~ keeps every positive weight in its denominator and scores an abstained criterion 0, so r~ <= the "
+              "oracle's score on every row, < wherever a passed criterion abstains "
+              "(tests/test_experiment_controls.py::test_casa_reward_bias_identities)")
+P1_WHY = ("phi of a (rollout, axis) row is the abstained share of its few positive weights, so it takes a handful of "
+          "values; with at least 5 % of criteria abstaining, more than 5 % of rows reach phi = 0.5 and p95(phi) is 0.5 "
+          "in every seed (tests/test_experiment_controls.py::test_casa_p1_is_fixed_by_the_world)")
+HELDOUT_WHY = "one held-out prompt of the 100 is 1 point: a smaller difference is below the held-out set's resolution"
+
+
+def _heldout_claim(w: str, label: str, arm: str, role: str, sd: float, what: str) -> Claim:
+    name = f"{w}:heldout-{arm.split('-')[1]}-A"
+    if w != "q":
+        return Claim(name, f"[{label}] held-out accuracy, {what} - A: the null world's control (abstention "
+                     "independent of the answer: no difference expected)", "final-round held-out accuracy, paired "
+                     "by seed", paired_by_seed(arm, f"{w}-A", heldout), role="measurement", scale=100, unit=" pt")
+    return Claim(name, f"[{label}] training on {what}'s reward instead of A's raises held-out accuracy when "
+                 "abstention depends on the answer (the CASA proposal's arms)", "final-round held-out accuracy, "
+                 "paired by seed (100 prompts in every run: the t over seeds is the counts' pooled difference)",
+                 paired_by_seed(arm, f"{w}-A", heldout), role=role, direction=1, smallest_effect=0.01,
+                 smallest_effect_why=HELDOUT_WHY, design=Design("seeds (paired with arm A)", 0.02, "twice the "
+                 "smallest effect of interest (the proposal gives no number)", sd, PILOT), scale=100, unit=" pt")
+
+
 def _world_claims(w: str) -> list:
     label, _, arms = WORLDS[w]
     A, B, C, Cp = (f"{w}-{a}" for a in ("A", "B", "C", "Cp"))
     pt = {"scale": 100, "unit": " pt"}
+    q = w == "q"
     out = [
         Claim(f"{w}:reward-bias-A", f"[{label}] arm A's reward r lies above the oracle's axis score when abstention "
               "depends on the answer (r = r~ / (1 - phi) lifts wrong answers)", "mean(r - oracle) per (rollout, axis), "
-              "arm A", _ledger_metric(A, lambda c: c["bias_r"]), direction=1, **pt),
+              "arm A", _ledger_metric(A, lambda c: c["bias_r"]), role="by construction", construction=BIAS_A_WHY, **pt),
         Claim(f"{w}:reward-bias-B", f"[{label}] arm B's fixed denominator counts abstentions as failures: r~ lies "
               "below the oracle's score", "mean(r~ - oracle), arm B", _ledger_metric(B, lambda c: c["bias_r_tilde"]),
-              direction=-1, **pt),
+              role="by construction", construction=BIAS_B_WHY, **pt),
         Claim(f"{w}:reversals-oracle-A", f"[{label}] where r and r~ order two rollouts differently, the oracle sides "
-              "with r~ (CASA proposal §corollary 2)", "(reversals the oracle orders as r~ - as r) / exact reversals, "
-              "arm A", _ledger_metric(A, _reversal_balance), direction=1, scale=100, unit=" %"),
+              "with r~ (CASA proposal corollary 2)", "share of the exact reversals the oracle orders as r~ (ties out), "
+              "arm A, pooled over seeds", ratio_over_seeds(A, reversal_count),
+              **(dict(role="secondary", direction=1, smallest_effect=0.55, smallest_effect_why="the oracle siding with "
+                      "r~ in under 55 of 100 decided reversals would make r~ barely safer than a coin",
+                      design=Design("seeds, ~4 decided reversals per run", 0.75, "a clear majority (3 of 4); the "
+                                    "proposal gives no number", 0.2, "q-A's decided reversals 3/3, 1/3, 4/4 in "
+                                    f"{PILOT}", kind="rate", n_per_seed=4)) if q else dict(role="measurement")),
+              scale=100, unit=" %"),
         Claim(f"{w}:recheck-rejected-C", f"[{label}] share of arm C's low-confidence (abstention-channel) licences "
               "the oracle re-check rejects", "rejected / re-checked abstention licences, arm C (1 - p)",
-              _ledger_metric(C, _rejected("abstention")), direction=0, scale=100, unit=" %"),
-        Claim(f"{w}:CASA-P1", f"[{label}] p95(phi) >= 0.10 (CASA-P1)", "p95(phi) - 0.10, arm A",
-              _ledger_metric(A, lambda c: None if c["phi_p95"] is None else c["phi_p95"] - 0.10), direction=1, **pt),
-        Claim(f"{w}:CASA-P3", f"[{label}] C's discounted effective licensed weight is below A's undiscounted weight "
-              "(CASA-P3, (1 - p))", "mean licensed weight per (rollout, axis), C effective - A",
-              _ledger_paired(C, A, lambda c: c["w_licensed_mean"]), direction=-1),
-        Claim(f"{w}:heldout-B-A", f"[{label}] held-out accuracy, B - A", "final-round held-out accuracy, paired by seed",
-              paired_by_seed(B, A, heldout), direction=1 if w == "q" else 0, **pt),
-        Claim(f"{w}:heldout-C-A", f"[{label}] held-out accuracy, C (1 - p) - A", "final-round held-out accuracy, "
-              "paired by seed", paired_by_seed(C, A, heldout), direction=1 if w == "q" else 0, **pt),
+              _ledger_metric(C, _rejected("abstention")), role="measurement", scale=100, unit=" %"),
+        Claim(f"{w}:CASA-P1", f"[{label}] p95(phi) >= 0.10; < 0.02 refutes (CASA-P1)", "p95(phi), arm A",
+              _ledger_metric(A, lambda c: c["phi_p95"]), role="by construction", construction=P1_WHY,
+              source_value=0.10, scale=100, unit=" %"),
+        Claim(f"{w}:CASA-P3", f"[{label}] C's discounted effective licensed weight is significantly below A's "
+              "undiscounted weight (CASA-P3, (1 - p))", "mean licensed weight per (rollout, axis), C effective - A",
+              _ledger_paired(C, A, lambda c: c["w_licensed_mean"]),
+              **(dict(role="secondary", direction=-1, failure_line=0.0, design=Design(
+                  "seeds (paired with arm A)", -0.05, "a 5-point lower weight (the proposal gives no number)", 0.0105,
+                  PILOT)) if q else dict(role="measurement"))),
+        _heldout_claim(w, label, B, "secondary", 0.02, "B (r~)"),
+        _heldout_claim(w, label, C, "primary", 0.036, "C (1 - p)"),
         Claim(f"{w}:family-C-A", f"[{label}] no drop on the held-out family {FAMILY} (trained on no prompt of it): "
               "C (1 - p) - A", f"final-round accuracy on the {FAMILY} held-out prompts, paired by seed",
-              paired_by_seed(C, A, family), direction=0, **pt),
+              paired_by_seed(C, A, family), role="measurement", **pt),
     ]
     if "Cp" in arms:
-        out.append(Claim(f"{w}:CASA-P3-precision", f"[{label}] CASA-P3 with the x p discount", "mean licensed weight "
-                         "per row, C (x p) - A", _ledger_paired(Cp, A, lambda c: c["w_licensed_mean"]), direction=-1))
+        out.append(Claim(f"{w}:CASA-P3-precision", f"[{label}] CASA-P3 with the x p discount: C's effective "
+                         "licensed weight below A's", "mean licensed weight per row, C (x p) - A",
+                         _ledger_paired(Cp, A, lambda c: c["w_licensed_mean"]), role="secondary", direction=-1,
+                         failure_line=0.0, design=Design("seeds (paired with arm A)", -0.05, "a 5-point lower weight "
+                                                         "(the proposal gives no number)", 0.011, PILOT)))
     return out
 
 
@@ -125,11 +168,15 @@ def _cross_world_claims() -> list:
         Claim("q-n:reward-bias-A", "arm A's reward lies further above the oracle's score when abstention depends on "
               "the answer than when it does not: the inflation r = r~ / (1 - phi) acting on wrong answers",
               "mean(r - oracle), arm A: consequential - null world, paired by seed",
-              _ledger_paired("q-A", "n-A", lambda c: c["bias_r"]), direction=1, headline=True, scale=100, unit=" pt"),
+              _ledger_paired("q-A", "n-A", lambda c: c["bias_r"]), role="by construction", construction=BIAS_A_WHY,
+              scale=100, unit=" pt"),
         Claim("q-n:recheck-rejected-C", "arm C's low-confidence licences are rejected by the oracle less often when "
               "the abstained criteria are truly failed ones", "rejected share of abstention licences, arm C (1 - p): "
               "consequential - null world, paired by seed", _ledger_paired("q-C", "n-C", _rejected("abstention")),
-              direction=-1, scale=100, unit=" pt"),
+              role="secondary", direction=-1, smallest_effect=-0.05, smallest_effect_why="a licence re-check that "
+              "moved by under 5 points between worlds where abstention means opposite things would not tell them "
+              "apart", design=Design("seeds (paired across worlds)", -0.10, "a 10-point drop (the proposal gives no "
+              "number)", 0.0246, PILOT), scale=100, unit=" pt"),
     ]
 
 

@@ -152,9 +152,9 @@ def _p2_failure(first_ok: bool) -> str:
     or a bug; where they agree exactly there, the difference comes from training: after the first update each arm's
     student answers the same prompt differently, also where nothing abstains."""
     if first_ok:
-        return ("fails after the first update: the arms' students diverge (their abstention handling spills over "
+        return ("refuted after the first update: the arms' students diverge (their abstention handling spills over "
                 "onto prompts with no abstention); at the first step the arms agree exactly (no bug)")
-    return "fails: an interval excludes 0 (noise or a bug on the zero-abstention subset)"
+    return "refuted: an interval excludes 0 (noise or a bug on the zero-abstention subset)"
 
 
 def _p2(runs) -> dict:
@@ -195,7 +195,7 @@ def _p2(runs) -> dict:
         return _na("CASA-P2", "no zero-abstention group shared by two arms' runs at the same seed")
     w = per_pair[worst]
     return _res("CASA-P2", w["mean"], w["ci_low"], w["ci_high"], w["n_groups"], "share (difference)",
-                "holds" if all_ok else _p2_failure(first_ok),
+                "supported" if all_ok else _p2_failure(first_ok),
                 f"reported pair: {worst} (largest |mean|); every pair's interval must cover 0",
                 per_pair=per_pair, interval="paired by (seed, step, prompt, group, axis); batch bootstrap over "
                 "(seed, step)")
@@ -283,7 +283,7 @@ def _p3(runs) -> dict:
     nd = _no_drop(pairs)
     verdict = j["verdict"]
     if nd.get("drop"):
-        verdict = f"fails: held-out accuracy drops ({nd['set']}: C - A {nd['mean']:+.3f}, interval below 0)"
+        verdict = f"refuted: held-out accuracy drops ({nd['set']}: C - A {nd['mean']:+.3f}, interval below 0)"
     return _res("CASA-P3", float(x.mean()), bs["ci_low"], bs["ci_high"], x.size, "weight per (rollout, axis) row",
                 verdict, j["line"], interval="batch bootstrap over (C run, seed, step) of mean(C effective) - "
                 "mean(A undiscounted)", pairs=[f"{c['label']} vs A at seed {c['seed']}" for c, a in pairs],
@@ -336,14 +336,18 @@ def _p4(run_dirs: Sequence[Path], stress: Optional[Path]) -> dict:
     rates = stress_break_rates(path)
     det, jud = _pooled(rates, DETERMINISTIC_KINDS), _pooled(rates, JUDGE_KINDS)
     head = jud or det or _pooled(rates, tuple(rates))
-    if det is not None and jud is not None and det["broken"] == 0 and jud["rate"] < REFERENCE[0]:
-        firm = jud["ci_high"] < REFERENCE[0]
-        verdict = "termination line crossed" + ("" if firm else " (point estimate only; interval reaches 8%)")
-        line = "deterministic kinds break 0% and judge kinds < 8%: 'the criteria bank is the scaling bottleneck' fails"
+    if det is not None and jud is not None:
+        # the one rule on the judge kinds' break rate against the 8 % line; refuted only with deterministic kinds at 0
+        from coevo.audit.verdicts import decide
+
+        verdict = decide(jud["rate"], jud["ci_low"], jud["ci_high"], 1, REFERENCE[0])
+        if verdict == "refuted" and det["broken"] > 0:
+            verdict = "inconclusive"
+        line = ("failure: deterministic kinds break 0% and judge kinds < 8% ('the criteria bank is the scaling "
+                "bottleneck' fails); supported: judge kinds' interval above 8%; ")
     else:
-        verdict = "bank-bottleneck claim stands" if det is not None and jud is not None else \
-            "partial: needs both deterministic and judge kinds"
-        line = "per kind vs the 8-26% reference: " + ", ".join(f"{k} {v['vs_reference']}" for k, v in sorted(rates.items()))
+        verdict, line = "not evaluable: needs both deterministic and judge kinds", ""
+    line += "per kind vs the 8-26% reference: " + ", ".join(f"{k} {v['vs_reference']}" for k, v in sorted(rates.items()))
     return _res("CASA-P4", head["rate"], head["ci_low"], head["ci_high"], head["n"], "share", verdict, line,
                 by_kind=rates, deterministic=det, judge=jud, source=str(path),
                 interval="Wilson per kind", note="value: judge kinds pooled (deterministic when no judge kind)")
