@@ -14,15 +14,15 @@ pytestmark = pytest.mark.slow
 ARMS = ("full", "full_post", "mu_tilde", "synco")
 
 
-def _productive(run_dir: Path, second: str = "mu_confirm") -> float:
-    """P[0 < mu_screen < 1 and 0 < second < 1] over the screened tasks, straight from the ledger."""
+def _productive(run_dir: Path, second: str = "mu_confirm") -> tuple:
+    """(tasks with 0 < mu_screen < 1 and 0 < second < 1, screened tasks), straight from the ledger."""
     from coevo.ledger.store import Ledger
 
     led = Ledger(run_dir / "ledger.duckdb", read_only=True)
     r = led.query(f"SELECT count(*) FILTER (WHERE mu_screen > 0 AND mu_screen < 1 AND {second} > 0 AND "
                   f"{second} < 1) AS both, count(*) AS n FROM task_stats WHERE mu_screen IS NOT NULL")[0]
     led.close()
-    return r["both"] / r["n"]
+    return r["both"], r["n"]
 
 
 @pytest.mark.timeout(1800)
@@ -34,16 +34,21 @@ def test_rgbc_arms_ci_budget_killed_and_resumed(tmp_path):
     assert list(claims)[:7] == ["P5-full", "P5-full_post", "P5-mu_tilde", "P5post-full", "P5post-full_post",
                                 "P5post-mu_tilde", "P6"]
     assert [c["headline"] for c in res["claims"]].count(True) == 1 and claims["P5-full"]["headline"]
-    assert {c["verdict"] for c in res["claims"]} <= {"reproduced", "refuted", "inconclusive", "measured"}
+    assert res["smoke"] and {c["verdict"] for c in res["claims"]} == {"smoke: no verdict"}
     for name, c in claims.items():
         if name != "P6":
             assert c["n"] == 2, name
     # P5 by hand: the per-seed differences of the replicated productive rate, from the ledgers
     runs = out / "runs"
-    diffs = {s: _productive(runs / f"full-s{s}") - _productive(runs / f"synco-s{s}") for s in (0, 1)}
+    rate = lambda c: c[0] / c[1]  # noqa: E731
+    full, syn = [_productive(runs / f"full-s{s}") for s in (0, 1)], [_productive(runs / f"synco-s{s}") for s in (0, 1)]
+    diffs = {s: rate(full[s]) - rate(syn[s]) for s in (0, 1)}
     assert claims["P5-full"]["per_seed"] == {str(s): pytest.approx(d) for s, d in diffs.items()}
-    assert claims["P5-full"]["estimate"] == pytest.approx(sum(diffs.values()) / 2)
-    post = {s: _productive(runs / f"full-s{s}", "mu_post") - _productive(runs / f"synco-s{s}", "mu_post") for s in (0, 1)}
+    # counts, not a mean of percentages: the pooled rates' difference
+    pooled = sum(f[0] for f in full) / sum(f[1] for f in full) - sum(c[0] for c in syn) / sum(c[1] for c in syn)
+    assert claims["P5-full"]["estimate"] == pytest.approx(pooled)
+    post = {s: rate(_productive(runs / f"full-s{s}", "mu_post")) - rate(_productive(runs / f"synco-s{s}", "mu_post"))
+            for s in (0, 1)}
     assert claims["P5post-full"]["per_seed"] == {str(s): pytest.approx(d) for s, d in post.items()}
     assert claims["P6"]["n"] == 2 and claims["P6"]["method"].startswith("bootstrap of the range")
     # tables: every run's Reasoner rollouts, the pooled predictions, the curves, the no-truth split

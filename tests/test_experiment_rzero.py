@@ -1,6 +1,6 @@
 """``coevo experiment rzero-seeds --budget ci`` (2 arms x 2 seeds of a minute-scale R-Zero run): the
 registered command end to end, killed with -9 in the middle and rerun; every claim evaluated on
-both seeds, the verdict logic reached, the report written.
+both seeds, and no verdict printed: the ci budget is a smoke test (``smoke: no verdict``), the report written.
 
 Marker ``slow`` (~3 min on 2 cores): ``pytest -m slow tests/test_experiment_rzero.py``.
 """
@@ -21,6 +21,6 @@ def test_rzero_seeds_ci_budget_killed_and_resumed(tmp_path):
     assert names == ["frontier-gain", "pseudo-label-r1", "pseudo-label-r2", "pseudo-label-r3",
                      "pseudo-label-decline", "two-vs-single"]
     assert all(c["n"] == 2 for c in res["claims"]), [(c["name"], c["n"]) for c in res["claims"]]
-    assert {c["verdict"] for c in res["claims"]} <= {"reproduced", "refuted", "inconclusive", "measured"}
+    assert res["smoke"] and {c["verdict"] for c in res["claims"]} == {"smoke: no verdict"}
     assert [c["headline"] for c in res["claims"]].count(True) == 1
     assert res["tables"]["Runs"]["rows"] and (out / "report.html").read_text().count("<img") == 6

@@ -177,8 +177,9 @@ def run_grid(name, seeds, jobs, executor, address, budget, out, as_json, quiet, 
         raise typer.Exit(1)
 
 
-def print_result(res: dict) -> None:
-    """The first line (budget, grid complete or not), the claims table, the experiment's tables, the timing."""
+def print_result(res: dict, file=None) -> None:
+    """The first line (budget, grid complete or not), the claims table, the experiment's tables, the timing
+    (on stdout, or ``file``)."""
     import os
 
     from rich.console import Console
@@ -187,7 +188,7 @@ def print_result(res: dict) -> None:
     from coevo.experiments.engine import headline
     from coevo.experiments.report import claim_cells
 
-    console = Console(width=int(os.environ.get("COLUMNS") or 160), highlight=False)
+    console = Console(width=int(os.environ.get("COLUMNS") or 160), highlight=False, file=file)
     console.print(headline(res), soft_wrap=True)
     if res.get("missing") and not res.get("complete"):
         console.print(f"missing runs: {', '.join(res['missing'])}", soft_wrap=True)
@@ -200,8 +201,9 @@ def print_result(res: dict) -> None:
     whys = [c for c in res["claims"] if c.get("why") and c.get("role") in ("primary", "secondary")]
     for c in whys:
         console.print(f"{c['name']}: {c['verdict']} — {c['why']}", soft_wrap=True)
-    console.print(f"familywise false-supported rate of this design under the global null: "
-                  f"{100 * (res.get('familywise_false_supported') or 0):.1f} %", soft_wrap=True)
+    if not res.get("smoke"):
+        console.print(f"familywise false-supported rate of this design under the global null: "
+                      f"{100 * (res.get('familywise_false_supported') or 0):.1f} %", soft_wrap=True)
     for title, tab in (res.get("tables") or {}).items():
         tt = Table(title=title)
         for h in tab["head"]:

@@ -310,6 +310,8 @@ def judge_rows(rows: List[dict], powers: Optional[Dict[str, float]] = None, alph
             k, u = r["scale"] or 1.0, r["unit"] or ""
             r["why"] = explain(v, r["estimate"], lo, hi, r["direction"], r["failure_line"], r["success_line"],
                                r["power"], fmt=lambda x: f"{x * k:+.3g}{u}")
+            if v != DEGENERATE and level < 1 - alpha - 1e-12:
+                r["why"] += f" (Holm: p {r['p']:.2g} -> {r['p_adjusted']:.2g}, the {100 * level:.2f} % interval)"
     return rows
 
 

@@ -261,6 +261,8 @@ def analyze(exp: Experiment, grid: List[RunSpec], out: Path, budget: str, failed
             tables = exp.tables(view)
         except Exception as e:  # noqa: BLE001 - a table of a partial grid: say so, keep the claims
             tables = {"error": {"head": ["error"], "rows": [[f"{type(e).__name__}: {e}"]]}}
+    if smoke:
+        tables = _scrub(tables)
     fw = familywise_false_supported(exp, len(seeds))
     return _clean({
         "experiment": exp.name, "description": exp.description, "budget": budget, "smoke": smoke,
@@ -274,6 +276,13 @@ def analyze(exp: Experiment, grid: List[RunSpec], out: Path, budget: str, failed
 
 
 SMOKE, INCOMPLETE = "smoke: no verdict", "incomplete"
+VERDICT_WORDS = ("supported", "refuted", "inconclusive", "degenerate", "reproduced")
+
+
+def _scrub(tables: dict) -> dict:
+    """A smoke budget's tables: any cell that is a verdict (a pooled prediction's, say) reads ``smoke: no verdict``."""
+    return {title: {**t, "rows": [[SMOKE if isinstance(x, str) and x.startswith(VERDICT_WORDS) else x for x in row]
+                                  for row in t["rows"]]} for title, t in tables.items()}
 
 
 def headline(result: dict) -> str:

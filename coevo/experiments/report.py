@@ -15,7 +15,7 @@ __all__ = ["write_report", "render_html", "claim_plot", "fmt", "lines_text", "cl
 
 CSS = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
        "table{border-collapse:collapse;margin:1em 0;font-size:14px}td,th{border:1px solid #ccc;padding:4px 8px;"
-       "text-align:left}th{background:#f4f4f4}figure{display:inline-block;margin:1em}.reproduced{color:#1a7f37}"
+       "text-align:left}th{background:#f4f4f4}figure{display:inline-block;margin:1em}"
        ".refuted{color:#b42318}.inconclusive{color:#9a6700}.supported{color:#1a7f37}")
 
 
@@ -32,8 +32,7 @@ def lines_text(c: dict) -> str:
     if f is None:
         return "-"
     lt, ge = ("<", ">=") if d > 0 else (">", "<=")
-    word = "SESOI" if c.get("smallest_effect") is not None else "fail"
-    out = f"{word} {lt} {fmt(f, k, u)}"
+    out = f"fail {lt} {fmt(f, k, u)}" + (" (SESOI)" if c.get("smallest_effect") is not None else "")
     return out + (f", success {ge} {fmt(s_, k, u)}" if s_ is not None else "")
 
 
@@ -121,8 +120,9 @@ def render_html(result: dict) -> str:
              f"<h1>Experiment {e(result['experiment'])}</h1><p>{e(result.get('description', ''))}</p>",
              f"<p><b>{e(headline(result))}</b></p>",
              f"<p>budget <b>{e(result.get('budget', ''))}</b> {e(result.get('budget_note', ''))}; "
-             f"seeds {e(str(result.get('seeds')))}; complete: {result.get('complete')}; familywise false-supported "
-             f"rate of the design under the global null: {100 * (result.get('familywise_false_supported') or 0):.1f} %</p>"]
+             f"seeds {e(str(result.get('seeds')))}; complete: {result.get('complete')}" + (
+                 "" if result.get("smoke") else f"; familywise false-supported rate of the design under the global "
+                 f"null: {100 * (result.get('familywise_false_supported') or 0):.1f} %") + "</p>"]
     if result.get("missing") and not result.get("complete"):
         parts.append(f"<p class='refuted'>missing runs: {e(', '.join(result['missing']))}</p>")
     if result.get("failed"):
