@@ -1,6 +1,6 @@
 """The false-agreement audit against an auditor model, and how far that auditor agrees with the oracle.
 
-False Frontiers §2.1: the paper asks a stronger model (gpt-6-astra/high) to check each generated
+False Frontiers (FF): the paper asks a stronger model (gpt-6-astra/high) to check each generated
 (question, answer) pair against the source documents after the fact; issue #11 item 6 asks for the
 same audit through any OpenAI-compatible endpoint, and for its agreement with the oracle (the facts
 world knows the truth, so it tells how far a model auditor can be trusted).

@@ -1,6 +1,6 @@
 """False-agreement mass FF: the one definition every recipe, the audit and the report call.
 
-False Frontiers §2.1 (false-agreement mass): the share of audited (question, answer)
+False Frontiers (FF) (false-agreement mass): the share of audited (question, answer)
 pairs where the proposer and the solver give *the same wrong answer* (Dr. Zero round 3: 6.1 %
 at 4B, 8.8 % at 9B); issue #11 item 6. Per audited pair i
 

@@ -3,7 +3,7 @@
 Another module wires these to the DuckDB ledger; here everything is numpy in, ``Estimate``
 (value, se, ci_low/ci_high, n, extras) out. Sources: RGBC proposal §core idea and §method
 (bearing rate, kappa-bar, nu-bar and the reference-in-doubt bucket, lag, top-quartile
-enrichment, seed-to-seed range), R-Zero (pseudo-label accuracy), False Frontiers §2.1 (FF),
+enrichment, seed-to-seed range), R-Zero (pseudo-label accuracy), False Frontiers (FF) (FF),
 CASA proposal §corollary 1 (abstention share phi stratified by r~). FF itself (and the solver-majority rule) is
 defined in ``coevo.audit.false_agreement`` and re-exported here.
 """
@@ -242,7 +242,7 @@ def _judged(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
 def pseudo_label_accuracy(verdicts: Sequence[Any], batches=None, tasks=None) -> Estimate:
     """Pseudo-label accuracy: share of (pseudo-)labels that the oracle confirms.
 
-    R-Zero §4.4 Table 5 (79.0 -> 69.0 -> 63.0% per round), False Frontiers §2.1 (0.747 / 0.737).
+    R-Zero §4.4 Table 5 (79.0 -> 69.0 -> 63.0% per round), False Frontiers (FF) (0.747 / 0.737).
     ``verdicts``: per label, the value of the oracle's verdict *on that label* (1 / True = correct,
     0 / False = wrong; None / NaN = the oracle or judge abstained, or there is no oracle: left out
     and counted in ``extra["n_unjudged"]``). The one definition the summary, the audit and the

@@ -7,7 +7,7 @@ Every function accepts a Python scalar or a numpy array and returns the same sha
   ``synco_reward``;
 * RGBC proposal §core idea (RGBC): ``rgbc_reward``, ``advantage_magnitude``;
 * R-Zero: ``uncertainty_reward``, ``challenger_reward``, ``keep_for_solver``;
-* False Frontiers §2.3 (CrossFit): ``crossfit_reward``;
+* False Frontiers (CrossFit) (CrossFit): ``crossfit_reward``;
 * CASA proposal §corollary 1 (CASA): ``criteria_scores``.
 
 See docs/formulas.md for the table of formulas and the published arithmetic we re-checked.
@@ -163,7 +163,7 @@ def keep_for_solver(p_hat, delta: float = 0.25):
 def crossfit_reward(k, n: int = 5, outside: str = "zero"):
     """CrossFit proposer reward f(k) = (n - k) / (n - 1) for 0 < k < n.
 
-    False Frontiers §2.3: f(k) = (5 - k)/4 over n = 5 auxiliary answers, k of which match the
+    False Frontiers (CrossFit): f(k) = (5 - k)/4 over n = 5 auxiliary answers, k of which match the
     proposer's answer. False Frontiers does not define k = 0 or k = n: ``outside="zero"``
     (default) gives 0 there; ``outside="extrapolate"`` applies the same line
     (f(0) = n/(n-1) = 1.25, f(n) = 0).

@@ -6,7 +6,7 @@ holds state.  Formulas and the options that choose between published variants:
 - :func:`group_advantages` — GRPO (centre on the group mean, divide by the group std),
   TRL ``scale_rewards="batch"`` (divide by the std of the whole batch) and Dr. GRPO
   (``"none"``: centre only).
-- :func:`bucket_advantages` — Dr. Zero; False Frontiers §2.3: A_e = (r_e - mu_g(e)) / (sigma_g(e) + 1e-6)
+- :func:`bucket_advantages` — Dr. Zero; False Frontiers (CrossFit): A_e = (r_e - mu_g(e)) / (sigma_g(e) + 1e-6)
   within task buckets (hop count), population std.
 - :func:`policy_loss` — PPO/GRPO clipped surrogate per token, optional k3 KL to a
   reference policy, and the four TRL aggregation modes (grpo, dr_grpo, dapo, bnpo).
@@ -36,7 +36,7 @@ def group_advantages(
     ``scale="group"``: s = std of the group (GRPO); ``"batch"``: s = std of all G*K
     rewards (TRL ``scale_rewards="batch"``; still centred on the group mean);
     ``"none"``: no division (Dr. GRPO).  ``unbiased=False`` (default) is the population
-    std (divide by K), matching :func:`bucket_advantages` and False Frontiers §2.3; TRL uses
+    std (divide by K), matching :func:`bucket_advantages` and False Frontiers (CrossFit); TRL uses
     ``torch.std`` i.e. ``unbiased=True`` (divide by K - 1) and eps = 1e-4.  A group of
     equal rewards gives 0, never NaN (also with ``unbiased=True`` and K = 1).
     """
@@ -60,7 +60,7 @@ def group_advantages(
 
 
 def bucket_advantages(rewards, buckets, eps: float = 1e-6):
-    """Dr. Zero bucketed advantages (False Frontiers §2.3): A_e = (r_e - mu_g(e)) / (sigma_g(e) + eps).
+    """Dr. Zero bucketed advantages (False Frontiers (CrossFit)): A_e = (r_e - mu_g(e)) / (sigma_g(e) + eps).
 
     ``buckets`` labels each reward (e.g. the hop count); mu and sigma are the mean and
     the population std (divide by the bucket size) of the rewards in that bucket.

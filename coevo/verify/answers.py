@@ -1,4 +1,4 @@
-"""Answer metrics for the search world (Dr. Zero / Search-R1; Cover-EM as in False Frontiers §4; ANCHORS.md).
+"""Answer metrics for the search world (Dr. Zero / Search-R1; Cover-EM as in False Frontiers (results); ANCHORS.md).
 
 ``normalize_answer`` is the standard SQuAD normaliser: lower-case, drop punctuation,
 drop the articles a / an / the, collapse whitespace.  EM = the normalised prediction

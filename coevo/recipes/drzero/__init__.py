@@ -1,4 +1,4 @@
-"""The Dr. Zero family (Dr. Zero; False Frontiers §2): recipes ``drzero``, ``crossfit`` and
+"""The Dr. Zero family (Dr. Zero; False Frontiers: FF, MSV, CrossFit): recipes ``drzero``, ``crossfit`` and
 ``msv+crossfit`` on the facts world, one loop with three settings.
 
 The folder: ``recipe.py`` (the loop and its three classes), ``steps.py`` (MSV labels, the scoring

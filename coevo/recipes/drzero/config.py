@@ -1,5 +1,5 @@
 """The config sections of the Dr. Zero family: ``drzero`` (every recipe of the family), ``crossfit``
-(CrossFit and MSV+CrossFit: folds and auxiliary solvers, False Frontiers §2.3-§2.4) and ``audit``
+(CrossFit and MSV+CrossFit: folds and auxiliary solvers, False Frontiers (CrossFit, the fold ablation)) and ``audit``
 (an optional auditor model for FF)."""
 from __future__ import annotations
 
@@ -28,10 +28,10 @@ class DrZeroConfig(Strict):
     ff_agreement: Literal["strict_majority", "plurality"] = Field(
         "strict_majority", description="when the scoring group agrees with the label for FF "
                                        "(coevo.audit.false_agreement.group_agrees): strict_majority = more than half "
-                                       "of its answers equal the label (order-free; False Frontiers §2.1 'give the "
+                                       "of its answers equal the label (order-free; False Frontiers (FF) 'give the "
                                        "same wrong answer'); plurality = its plurality answer, ties first seen")
     advantage_variant: Literal["paper", "code"] = Field(
-        "paper", description="hop-bucket advantages: paper = population std (False Frontiers §2.3); code = Dr. Zero's "
+        "paper", description="hop-bucket advantages: paper = population std (False Frontiers (CrossFit)); code = Dr. Zero's "
                              "grpo_batch (unbiased std, a bucket of one: mean 0, std 1)")
 
 
@@ -44,7 +44,7 @@ class AuditConfig(Strict):
 
 class CrossFitConfig(Strict):
     fold_strategy: Literal["same-source", "random-question", "source-id"] = Field(
-        "source-id", description="how questions are split into folds and who scores them (False Frontiers §2.4)")
+        "source-id", description="how questions are split into folds and who scores them (False Frontiers (the fold ablation))")
     outside: Literal["zero", "extrapolate"] = Field(
         "zero", description="f(k) at k = 0 and k = 5 (False Frontiers leaves it open): zero = 0 (k = 0 / k = 5 value "
                             "0, default), extrapolate = the line (5 - k)/4 (1.25 / 0)")
@@ -54,7 +54,7 @@ class CrossFitConfig(Strict):
     aux_prompts: int = Field(8, ge=1, description="questions per auxiliary step")
     aux_group: int = Field(5, ge=1, description="auxiliary rollouts per question (GRPO group)")
     fold_seed: int = Field(0, description="seed of the source split (and of random-question folds)")
-    replay: bool = Field(False, description="False Frontiers §2.4's fixed question-bank replay instead of the loop: one "
+    replay: bool = Field(False, description="False Frontiers (the fold ablation)'s fixed question-bank replay instead of the loop: one "
                                             "round of a bank step (drzero.prompts proposals by the untrained proposer, "
                                             "no update), aux_steps auxiliary steps on the bank's folds, a scoring step "
                                             "(n_answers each) and the audit; the main solver is not trained")

@@ -1,10 +1,10 @@
-"""CrossFit folds (False Frontiers §2.3): which auxiliary solver scores which question.
+"""CrossFit folds (False Frontiers (CrossFit)): which auxiliary solver scores which question.
 
 The corpus is split by source id into two folds A and B; one auxiliary solver per fold
 (roles ``aux_a``, ``aux_b``) trains only on its fold's accepted questions and, with
 ``retrieve_in_fold``, retrieves only from its fold's sources; a fold-A question is scored
 by the fold-B auxiliary solver and vice versa.  The fold *strategy* is False Frontiers' ablation
-(§2.4, fixed question-bank replay):
+(the fold ablation, fixed question-bank replay):
 
 - ``source-id`` (the method): questions fold by their source's fold; the scorer is the other
   fold's solver and never retrieves the question's source;

@@ -1,4 +1,4 @@
-"""Dr. Zero, MSV and CrossFit on a corpus world with sources (Dr. Zero; False Frontiers §2).
+"""Dr. Zero, MSV and CrossFit on a corpus world with sources (Dr. Zero; False Frontiers: FF, MSV, CrossFit).
 
 One loop, three recipe names (``RECIPES`` in ``__init__.py``): ``drzero``, ``crossfit``, ``msv+crossfit``.
 Per round: ``proposer_steps`` proposer steps, then (CrossFit) ``crossfit.aux_steps``
@@ -72,7 +72,7 @@ class DrZeroRecipe(RecipeBase):
 
     def plan(self) -> list[StepSpec]:
         dz = self.cfg.drzero
-        if self.crossfit and self.cf.replay:  # False Frontiers §2.4: the fixed question-bank replay
+        if self.crossfit and self.cf.replay:  # False Frontiers (the fold ablation): the fixed question-bank replay
             return round_plan(1, [("bank", 1), ("aux", self.cf.aux_steps), ("score", 1), ("audit", 1)])
         phases = [("proposer", dz.proposer_steps)]
         if self.crossfit:

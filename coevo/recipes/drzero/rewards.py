@@ -1,4 +1,4 @@
-"""Dr. Zero proposer reward, hop-bucket advantages and MSV acceptance: pure functions (Dr. Zero; False Frontiers §2).
+"""Dr. Zero proposer reward, hop-bucket advantages and MSV acceptance: pure functions (Dr. Zero; False Frontiers: FF, MSV, CrossFit).
 
 Sources (read, not guessed):
 
@@ -13,8 +13,8 @@ Sources (read, not guessed):
   of one gets mean 0 and std 1.
 * ANCHORS "Dr. Zero" (the paper as this project reads it): reward = 0.5 × format score +
   difficulty, difficulty = (n − k)/(n − 1) for 0 < k < n, k of 5 frozen-solver answers matching by
-  EM; advantages normalised within each hop bucket, A = (r − μ_g)/(σ_g + 1e-6) (False Frontiers §2.3).
-* False Frontiers §2.2 (MSV): 3 source-aware + 3 source-blind answers, accept iff
+  EM; advantages normalised within each hop bucket, A = (r − μ_g)/(σ_g + 1e-6) (False Frontiers (CrossFit)).
+* False Frontiers (MSV) (MSV): 3 source-aware + 3 source-blind answers, accept iff
   y^src ≠ ∅ ∧ y^blind ≠ ∅ ∧ y^src ≃ y^blind; the verified consensus replaces the draft answer.
 
 Where the paper and the code differ the function takes ``variant="paper" | "code"`` (default paper).
@@ -50,7 +50,7 @@ def drzero_difficulty(k, n: int = 5):
 
     drzero ``compute_difficulty_score``: ``n = len(binary_list)`` (the 5 solver answers' EM flags),
     ``if num_ones == 0 or num_ones == n: return 0.0``. Paper and code agree; the same line as
-    CrossFit's f(k) (False Frontiers §2.3), so this is ``crossfit_reward(k, n, outside="zero")``.
+    CrossFit's f(k) (False Frontiers (CrossFit)), so this is ``crossfit_reward(k, n, outside="zero")``.
     """
     return crossfit_reward(k, n, outside="zero")
 
@@ -118,7 +118,7 @@ def drzero_proposer_reward(format_score, k, n: int = 5, variant: str = "paper"):
 
 
 def hrpo_advantages(rewards, hops, variant: str = "paper", eps: float = 1e-6) -> np.ndarray:
-    """Hop-grouped advantages A_e = (r_e − μ_g(e))/(σ_g(e) + eps), g = the hop bucket (False Frontiers §2.3).
+    """Hop-grouped advantages A_e = (r_e − μ_g(e))/(σ_g(e) + eps), g = the hop bucket (False Frontiers (CrossFit)).
 
     ``variant="paper"``: ``coevo.rl.grpo.bucket_advantages`` (population σ; a bucket of one item, or
     of equal rewards, gives 0). ``variant="code"``: Dr. Zero's ``grpo_batch``: σ is ``torch.std``
@@ -152,7 +152,7 @@ def msv_side_answer(answers: Sequence[Optional[str]], equivalent: Callable[[str,
     ones (ties: the first seen; ``coevo.stages.core.majority_vote``), with its support; ∅ (None, 0)
     when no answer is non-empty or the class has fewer than ``min_support`` answers.
 
-    False Frontiers §2.2 writes y^src ≠ ∅ without defining a side's answer over its 3 samples; we take
+    False Frontiers (MSV) writes y^src ≠ ∅ without defining a side's answer over its 3 samples; we take
     the plurality among the side's non-empty answers (an empty / unparsable answer does not vote)."""
     votes = [a for a in answers if not _empty(a)]
     if not votes:
@@ -165,7 +165,7 @@ def msv_side_answer(answers: Sequence[Optional[str]], equivalent: Callable[[str,
 def msv_accept(src_answers: Sequence[Optional[str]], blind_answers: Sequence[Optional[str]],
                equivalent: Callable[[str, str], bool], min_support: int = 1
                ) -> tuple[bool, Optional[str], str]:
-    """MSV acceptance (False Frontiers §2.2): accept iff y^src ≠ ∅ ∧ y^blind ≠ ∅ ∧ y^src ≃ y^blind.
+    """MSV acceptance (False Frontiers (MSV)): accept iff y^src ≠ ∅ ∧ y^blind ≠ ∅ ∧ y^src ≃ y^blind.
 
     ``src_answers``: the source-aware answers (3 in the seed), ``blind_answers``: the source-blind
     ones (3); each side's answer is :func:`msv_side_answer`. Returns ``(accepted, consensus, reason)``:

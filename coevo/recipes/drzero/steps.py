@@ -48,7 +48,7 @@ class Parts(Protocol):
 
 # ---------------------------------------------------------------------- rewards
 def proposer_reward(format_score, k, n: int = 5, format_weight: float = 0.5, outside: str = "zero") -> np.ndarray:
-    """Proposer reward = format_weight x format score + f(k) (False Frontiers §2.3).
+    """Proposer reward = format_weight x format score + f(k) (False Frontiers (CrossFit)).
 
     With the defaults (weight 0.5, f = 0 at k = 0 / k = n) this is Dr. Zero's reward,
     ``coevo.recipes.drzero.rewards.drzero_proposer_reward`` (its ``reward_function.py``: ``final = 0.5 *
@@ -69,7 +69,7 @@ def proposer_reward(format_score, k, n: int = 5, format_weight: float = 0.5, out
 
 def hop_advantages(rewards: Sequence[float], hops: Sequence[int], variant: str = "paper") -> np.ndarray:
     """Dr. Zero's advantages, standardised within hop buckets (``coevo.recipes.drzero.rewards.hrpo_advantages``:
-    ``paper`` = population std, False Frontiers §2.3; ``code`` = Dr. Zero's ``grpo_batch``)."""
+    ``paper`` = population std, False Frontiers (CrossFit); ``code`` = Dr. Zero's ``grpo_batch``)."""
     return np.asarray(hrpo_advantages(np.asarray(rewards, dtype=float), np.asarray(hops), variant), dtype=float)
 
 

@@ -290,7 +290,7 @@ class RGBCRecipe(RecipeBase):
 
     def _solver_majority(self, states: list[TaskState]) -> None:
         """The solver's majority answer of every screened task, mu_1 = 1 and mu_1 = 0 included (the 2K mode
-        where ``_doubt`` drew one, else the screen group's), for the false-agreement audit (False Frontiers §2.1)."""
+        where ``_doubt`` drew one, else the screen group's), for the false-agreement audit (False Frontiers (FF))."""
         rest = [s for s in states if s.conf_answers is None]
         cols = solver_majority_columns(self.verifier, [s.answers for s in rest], [s.reference for s in rest])
         for s, c in zip(rest, cols):
