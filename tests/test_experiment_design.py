@@ -44,7 +44,7 @@ def test_design_text_and_more_seeds_more_power():
     base = json.loads(coevo("experiment", "drzero-arms", "--design", "--json").stdout)
     more = json.loads(coevo("experiment", "drzero-arms", "--design", "--json", "--seeds", "20").stdout)
     ff = lambda d: next(c for c in d["claims"] if c["name"] == "ff-drzero-vs-msv+crossfit")  # noqa: E731
-    assert ff(base)["seeds"] == 5 and ff(more)["seeds"] == 20 and ff(more)["power"] > ff(base)["power"] + 0.3
+    assert ff(base)["seeds"] == 5 and ff(more)["seeds"] == 20 and ff(more)["power"] > ff(base)["power"] + 0.5
     txt = coevo("experiment", "drzero-arms", "--design").stdout
     assert txt.startswith("drzero-arms · design for budget default · 5 seeds") and "pilot SD from" in txt
     assert "ff-drzero-vs-msv+crossfit" in txt and "familywise false-supported" in txt
