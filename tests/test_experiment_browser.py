@@ -1,6 +1,6 @@
 """The experiment report (coevo/experiments/report.py) in a real browser: headless Chromium over
 the DevTools pipe (scripts/report_screenshot.py, as tests/test_report_browser.py).  A result with
-a reproduced, a refuted, an inconclusive and a measured claim, a failed run and a table: every
+a supported, a refuted, an inconclusive and a measured claim, a failed run and a table: every
 <img> loads, one figure per claim, no console error, the sections in order, a full-page PNG.
 
 Marker ``browser`` (deselected by default): ``pytest -m browser tests/test_experiment_browser.py``.

@@ -10,18 +10,20 @@ can happen, and the held-out family ``cm-mm`` never drawn for training):
   written with a time unit (2 % elsewhere);
 - null (``n``): judge unknown 20 %, timeouts 5 % at any length, unparsable 5 %: independent of the answer.
 
-Claims per world (prefix ``q:`` / ``n:``): the oracle's count of what A's inflation does to rewards
-(``reward-bias-A``: r - truth; ``reward-bias-B``: r~ - truth), rank reversals the oracle resolves against
-r (``reversals-oracle-A``), licences the oracle rejects (``recheck-rejected-C``), held-out accuracy paired
-differences (``heldout-B-A``, ``heldout-C-A``), the held-out family (``family-C-A``: CASA-P3's "no
-drop"), and CASA-P1 / P3 as experiment statistics; across worlds, paired by seed (``q-n:``): A's reward
-bias and C's rejected low-confidence licences, consequential minus null.  The tables add CASA-P1..P4 of
-``coevo audit --predictions`` per world, and the first challenge's stratification by abstention reason
-with the heterogeneity tests (``coevo.recipes.vgopd.casa.consequences``).
+Claims (pre-registered; docs/experiments.md): the primary is ``q:heldout-C-A``: training on C's reward
+instead of A's raises held-out accuracy when abstention depends on the answer (smallest effect of interest 1
+point, one prompt of 100); secondaries on the consequential world: ``q:heldout-B-A``, the oracle's side in
+rank reversals (``q:reversals-oracle-A``: the share of decided reversals it orders as r~, counts), CASA-P3
+with both discounts, and across worlds (``q-n:``) C's rejected low-confidence licences.  By construction, no
+verdict: A's and B's reward bias against the oracle (their sign follows from the judge's abstention settings
+and the r / r~ identities) and CASA-P1 (p95(phi) takes one of a few values per axis); the null world's rows
+are measurements beside the consequential world's.  The tables add CASA-P1..P4 of ``coevo audit
+--predictions`` per world, and the first challenge's stratification by abstention reason with the
+heterogeneity tests (``coevo.recipes.vgopd.casa.consequences``).
 
 Budgets: ``default`` (the preset's 2 rounds x 5 steps x 12 prompts, held-out set 100 prompts, 3 seeds);
 ``short`` (2 rounds x 3 steps x 8 prompts, 60 held-out prompts, 3 seeds);
-``ci`` (1 round of 1 step, 6 prompts, 20 held-out prompts, 2 seeds): grid, resume and verdicts only.
+``ci`` (1 round of 1 step, 6 prompts, 20 held-out prompts, 2 seeds): grid and resume only, no verdict (smoke).
 """
 from __future__ import annotations
 
