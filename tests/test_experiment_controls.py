@@ -59,9 +59,10 @@ def rzero_grid(effect: bool, seeds: int = 3) -> dict:
         if effect:  # +8 pt frontier gain, PL 0.66 -> 0.51, two gains 4 pt more than single
             out[("two", s)] = _rzero_summary(0.08 + e[0], (0.66, 0.59, 0.51 + e[1]), 0.06 + e[2])
             out[("single", s)] = _rzero_summary(0.05, (0.66, 0.6, 0.5), 0.02 + e[3])
-        else:  # a 1 pt frontier gain (short of the 2 pt line), flat labels, the same gain in both arms
+        else:  # a 1 pt frontier gain (short of the 2 pt line), flat labels, the same gain in both arms; the
+            # Single arm carries the effects, so a claim that reads the wrong arm comes out supported here
             out[("two", s)] = _rzero_summary(0.01 + e[0], (0.66, 0.66, 0.66 + e[1]), 0.02 + e[2])
-            out[("single", s)] = _rzero_summary(0.01, (0.66, 0.66, 0.66), 0.02 + e[3])
+            out[("single", s)] = _rzero_summary(0.08, (0.66, 0.59, 0.51 + e[1]), 0.02 + e[3])
     return out
 
 
@@ -102,7 +103,8 @@ def arms_grid(effect: bool, seeds: int = 5) -> tuple:
     for s in range(seeds):
         j = int(rng.integers(-1, 2))
         ks = {"drzero": 9 + j, "msv": 8 + j, "crossfit": 3 + (s % 2), "msv+crossfit": 1 + (s % 2)} if effect else \
-            {a: 6 + int(rng.integers(-1, 2)) for a in ("drzero", "msv", "crossfit", "msv+crossfit")}
+            {a: 6 + int(rng.integers(-1, 2)) for a in ("drzero", "crossfit", "msv+crossfit")} | {"msv": 14 + j}
+        # negative: MSV carries a large FF, so a claim that takes the wrong baseline comes out supported
         for a, k in ks.items():
             out[(a, s)] = _ff(k)
             cover[(a, s)] = 0.55 + (0.15 if effect and a == "crossfit" else 0.0) + float(rng.normal(0, 0.01))
@@ -168,11 +170,11 @@ def casa_grid(effect: bool, seeds: int = 3) -> tuple:
         if w == "n" and arm == "Cp":
             continue
         e = float(rng.normal(0, 0.002))
-        good = effect and w == "q"
+        good = (w == "q") if effect else (w == "n")  # negative: the null world carries every effect
         acc = 0.40 + e + (0.08 if good and arm in ("B", "C") else 0.0)
         out[(f"{w}-{arm}", s)] = {"rounds": [{"solver_eval_accuracy": {"overall": acc, "by_difficulty": {"cm-mm": acc}}}]}
         rt = (9 + s) if good else 2 + (s % 2)  # decided reversals the oracle orders as r~ (of 10)
-        rejected = (300 + 5 * s + 11 * (s % 2)) if (effect and w == "q") else (700 + 5 * s + 7 * (w == "q") * (s % 2))
+        rejected = (300 + 5 * s + 11 * (s % 2)) if good else (700 + 5 * s + 7 * (s % 2))
         w_lic = 0.85 - (0.10 if good and arm in ("C", "Cp") else 0.0) + e
         cons[(f"{w}-{arm}", s)] = {"bias_r": 0.005, "bias_r_tilde": -0.03, "phi_p95": 0.5, "w_licensed_mean": w_lic,
                                    "reversals": {"r_tilde": rt, "r": 10 - rt, "tie": 3, "exact": 13},
