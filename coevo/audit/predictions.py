@@ -57,7 +57,7 @@ def print_predictions(preds: List[dict], console=None) -> None:
     if console is None and not c.is_terminal:
         c = Console(width=160)
     t = Table(title="predictions on the runs given (each audited recipe's design proposal)")
-    for col in ("P", "claim", "measured [95% interval]", "n", "verdict", "termination line / why not evaluable"):
+    for col in ("P", "claim", "measured [95% interval]", "n", "verdict", "lines, and why / why not evaluable"):
         t.add_column(col, overflow="fold")
     for p in preds:
         if p["status"] != "evaluated":

@@ -125,7 +125,7 @@ def print_design(d: dict) -> None:
     c = Console(width=int(os.environ.get("COLUMNS") or 160), highlight=False)
     c.print(f"{d['experiment']} · design for budget {d['budget']} · {d['seeds']} seeds · familywise false-supported "
             f"rate under the global null (claims at their failure lines): {100 * d['familywise_false_supported']:.1f} % "
-            f"(Monte Carlo, {d['n_sims']} experiments)", soft_wrap=True)
+            f"+- {100 * d['familywise_mc_se']:.1f} (Monte Carlo, {d['n_sims']} experiments)", soft_wrap=True)
     t = Table(title="pre-registered claims")
     for col in ("claim", "role", "lines", "seeds", "powered for", "pilot SD", "power"):
         t.add_column(col, overflow="fold")
@@ -202,8 +202,9 @@ def print_result(res: dict, file=None) -> None:
     for c in whys:
         console.print(f"{c['name']}: {c['verdict']} — {c['why']}", soft_wrap=True)
     if not res.get("smoke"):
-        console.print(f"familywise false-supported rate of this design under the global null: "
-                      f"{100 * (res.get('familywise_false_supported') or 0):.1f} %", soft_wrap=True)
+        console.print(f"familywise false-supported rate of this design under the global null (claims at their "
+                      f"failure lines): {100 * (res.get('familywise_false_supported') or 0):.1f} % +- "
+                      f"{100 * (res.get('familywise_mc_se') or 0):.1f} (Monte Carlo)", soft_wrap=True)
     for title, tab in (res.get("tables") or {}).items():
         tt = Table(title=title)
         for h in tab["head"]:

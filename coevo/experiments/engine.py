@@ -270,7 +270,7 @@ def analyze(exp: Experiment, grid: List[RunSpec], out: Path, budget: str, failed
         "arms": {a.name: {"preset": a.preset, "overrides": list(a.overrides)} for a in exp.arms},
         "budget_overrides": list(exp.budgets[budget]), "complete": complete, "missing": missing,
         "allow_partial": bool(allow_partial and not complete),
-        "familywise_false_supported": fw["rate"],
+        "familywise_false_supported": fw["rate"], "familywise_mc_se": fw["mc_se"],
         "failed": [{"run": n, "error": failed[n]} for n in sorted(failed)],
         "claims": claims, "tables": tables, "runs": runs})
 
