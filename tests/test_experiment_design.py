@@ -27,8 +27,11 @@ def coevo(*args, check=True):
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))
-def test_design_json_of_every_experiment(name):
-    d = json.loads(coevo("experiment", name, "--design", "--json").stdout)
+def test_design_of_every_experiment(name):
+    from coevo.experiments import load_experiment
+    from coevo.experiments.montecarlo import design
+
+    d = design(load_experiment(name), n_sims=2000)  # the CLI's JSON (20,000 draws) in the test below
     assert d["experiment"] == name and 0 <= d["familywise_false_supported"] <= 0.05 + 3 * d["familywise_mc_se"]
     tested = [c for c in d["claims"] if c["role"] in ("primary", "secondary")]
     assert [c["role"] for c in d["claims"]].count("primary") == 1 and tested
@@ -43,6 +46,7 @@ def test_design_text_and_more_seeds_more_power():
     the time whatever the seeds, so its planned power stays near 50 %.)"""
     base = json.loads(coevo("experiment", "drzero-arms", "--design", "--json").stdout)
     more = json.loads(coevo("experiment", "drzero-arms", "--design", "--json", "--seeds", "20").stdout)
+    assert base["n_sims"] == 20000 and {c["name"] for c in base["claims"]} == {c["name"] for c in more["claims"]}
     ff = lambda d: next(c for c in d["claims"] if c["name"] == "ff-drzero-vs-msv+crossfit")  # noqa: E731
     assert ff(base)["seeds"] == 5 and ff(more)["seeds"] == 20 and ff(more)["power"] > ff(base)["power"] + 0.5
     txt = coevo("experiment", "drzero-arms", "--design").stdout
