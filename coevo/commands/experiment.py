@@ -185,8 +185,7 @@ def print_result(res: dict, file=None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from coevo.experiments.engine import headline
-    from coevo.experiments.report import claim_cells
+    from coevo.experiments.report import claim_cells, headline
 
     console = Console(width=int(os.environ.get("COLUMNS") or 160), highlight=False, file=file)
     console.print(headline(res), soft_wrap=True)

@@ -285,16 +285,6 @@ def _scrub(tables: dict) -> dict:
                                   for row in t["rows"]]} for title, t in tables.items()}
 
 
-def headline(result: dict) -> str:
-    """The first line of the text output: the budget and whether the grid is complete."""
-    b = result.get("budget")
-    state = "complete" if result.get("complete") else (
-        f"INCOMPLETE ({len(result.get('missing') or [])} runs missing" +
-        ("; verdicts from the partial grid, --allow-partial)" if result.get("allow_partial") else "; no verdicts)"))
-    kind = "smoke budget: no verdicts" if result.get("smoke") else "verdicts under the pre-registered rule"
-    return f"{result.get('experiment')} · budget {b} ({kind}) · grid {state} · seeds {result.get('seeds')}"
-
-
 def _safe_evaluate(claim, view: Runs) -> dict:
     try:
         return evaluate(claim, view)

@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 from typing import Optional
 
-__all__ = ["write_report", "render_html", "claim_plot", "fmt", "lines_text", "claim_cells"]
+__all__ = ["write_report", "render_html", "claim_plot", "fmt", "lines_text", "claim_cells", "headline"]
 
 CSS = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
        "table{border-collapse:collapse;margin:1em 0;font-size:14px}td,th{border:1px solid #ccc;padding:4px 8px;"
@@ -23,6 +23,16 @@ def fmt(v: Optional[float], scale: float = 1.0, unit: str = "") -> str:
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "-"
     return f"{v * scale:+.3g}{unit}" if unit in ("", " pt") else f"{v * scale:.3g}{unit}"
+
+
+def headline(result: dict) -> str:
+    """The first line of the text output: the budget and whether the grid is complete."""
+    b = result.get("budget")
+    state = "complete" if result.get("complete") else (
+        f"INCOMPLETE ({len(result.get('missing') or [])} runs missing" +
+        ("; verdicts from the partial grid, --allow-partial)" if result.get("allow_partial") else "; no verdicts)"))
+    kind = "smoke budget: no verdicts" if result.get("smoke") else "verdicts under the pre-registered rule"
+    return f"{result.get('experiment')} · budget {b} ({kind}) · grid {state} · seeds {result.get('seeds')}"
 
 
 def lines_text(c: dict) -> str:
@@ -112,8 +122,6 @@ def _claims_table(claims) -> str:
 
 def render_html(result: dict) -> str:
     """The whole page as a string."""
-    from coevo.experiments.engine import headline
-
     e = html.escape
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{e(result['experiment'])}</title>"
              f"<style>{CSS}</style></head><body>",
