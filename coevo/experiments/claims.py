@@ -329,10 +329,6 @@ def _decision_interval(r: dict, level: float) -> Tuple[float, float]:
     return r["estimate"] - t * r["se"], r["estimate"] + t * r["se"]
 
 
-def is_degenerate(verdict: str) -> bool:
-    return verdict == DEGENERATE
-
-
 # ---------------------------------------------------------------------- sample builders
 class _Sampler:
     """A claim's ``sample`` that knows the arms it reads (the design sizes its seeds from them)."""
