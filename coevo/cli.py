@@ -15,10 +15,26 @@ from coevo.cli_common import API_KEY_ENV_HELP, UserError, console, emit_json, fa
 from coevo.commands.output import emit, json_option
 from coevo.core.registry import BUILTIN
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+HELP = {"help_option_names": ["-h", "--help"]}
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, context_settings=HELP,
                   help="Self-evolving proposer-solver training with honest reward accounting.")
-bench_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Benchmarks (ratios; --json for JSON).")
+bench_app = typer.Typer(add_completion=False, no_args_is_help=True, context_settings=HELP,
+                        help="Benchmarks (ratios; --json for JSON).")
 app.add_typer(bench_app, name="bench")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from coevo import __version__
+
+        typer.echo(f"coevo {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print coevo's version and exit.")) -> None:
+    """Self-evolving proposer-solver training with honest reward accounting."""
 
 
 @app.command()

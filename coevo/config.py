@@ -290,11 +290,31 @@ def parse_override(item: str) -> dict:
     return node
 
 
-def format_validation_error(e: ValidationError) -> str:
+def _field_names(model, path) -> list[str]:
+    """The field names of the pydantic model at ``path`` (a loc without its last part) under ``model``."""
+    for part in path:
+        field = getattr(model, "model_fields", {}).get(str(part))
+        if field is None:
+            return []
+        model = field.annotation
+        model = next((a for a in getattr(model, "__args__", ()) if hasattr(a, "model_fields")), model)
+    return list(getattr(model, "model_fields", {}))
+
+
+def _did_you_mean(model, loc) -> str:
+    import difflib
+
+    near = difflib.get_close_matches(str(loc[-1]), _field_names(model, loc[:-1]), n=1, cutoff=0.6) if model else []
+    return f" (did you mean '{near[0]}'?)" if near else ""
+
+
+def format_validation_error(e: ValidationError, model=None) -> str:
+    """One line per error, each with its dotted path; an unknown key names the closest known one of ``model``."""
     parts = []
     for err in e.errors():
         loc = ".".join(str(x) for x in err["loc"])
-        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
+        msg = "unknown field" + _did_you_mean(model, err["loc"]) if err["type"] == "extra_forbidden" \
+            else err["msg"].removeprefix("Value error, ")
         got = err.get("input")
         got_s = "" if err["type"] == "extra_forbidden" or isinstance(got, dict) else f" (got {got!r})"
         parts.append(f"{loc}: {msg}{got_s}")
@@ -330,10 +350,11 @@ def build_config(data: dict) -> RunConfig:
     info, known = _recipe_sections(str(data.get("recipe", DEFAULT_RECIPE)), extra)
     sections = {k: known[k] for k in extra if k in known}  # the mapping's order, then the recipe's other sections
     sections.update({k: m for k, m in info.sections.items() if k not in sections})
+    model = config_model(sections)
     try:
-        cfg = config_model(sections).model_validate(data)
+        cfg = model.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(f"invalid config: {format_validation_error(e)}") from None
+        raise ConfigError(f"invalid config: {format_validation_error(e, model)}") from None
     _check_world(cfg, info)
     return cfg
 
