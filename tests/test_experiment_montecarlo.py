@@ -15,6 +15,7 @@ import math
 import numpy as np
 import pytest
 
+from coevo.audit.verdicts import holm_matrix
 from coevo.experiments import REGISTRY, load_experiment
 from coevo.experiments.claims import Claim, Design, SeedSample, evaluate, judge_rows
 from coevo.experiments.montecarlo import claim_seeds, familywise_false_supported, power, simulate
@@ -92,7 +93,7 @@ def test_vectorised_monte_carlo_equals_judge_rows_draw_for_draw():
                      "df": np.full(draws, n - 1.0), "degenerate": np.ptp(x, axis=1) == 0})
     ps = np.stack([mc._p(c, s) for c, s in zip(claims, sims)], axis=1)
     adj = ps.copy()
-    adj[:, 1:] = mc._holm_matrix(ps[:, 1:])
+    adj[:, 1:] = holm_matrix(ps[:, 1:])
     codes = np.stack([mc._codes(c, s, ps[:, j], adj[:, j], 0.05) for j, (c, s) in enumerate(zip(claims, sims))], axis=1)
     words = np.array(["inconclusive", "supported", "refuted", "degenerate"])[codes]
     runs = Runs({}, {})

@@ -31,7 +31,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 __all__ = ["SUPPORTED", "REFUTED", "INCONCLUSIVE", "DEGENERATE", "ALPHA", "decide", "decide_array", "explain",
-           "p_value", "holm", "t_quantile"]
+           "p_value", "holm", "holm_matrix", "decision_interval", "t_quantile"]
 
 SUPPORTED, REFUTED, INCONCLUSIVE, DEGENERATE = "supported", "refuted", "inconclusive", "degenerate"
 ALPHA = 0.05  # two-sided: the primary claim at 0.05, the secondary claims Holm-adjusted to 0.05 within the experiment
@@ -61,17 +61,43 @@ def p_value(estimate, se, df, failure):
     return float(p) if p.ndim == 0 else p
 
 
+def holm_matrix(p) -> np.ndarray:
+    """Holm's step-down adjusted p-values of each row (one experiment) over its columns (claims): sorted
+    ascending, ``p~(i) = max_{j <= i} min(1, (m - j + 1) p(j))``; NaN stays NaN and is not counted in the family."""
+    p = np.atleast_2d(np.asarray(p, dtype=float))
+    if p.shape[1] == 0:
+        return p
+    fin = np.isfinite(p)
+    order = np.argsort(np.where(fin, p, np.inf), axis=1, kind="stable")
+    srt = np.take_along_axis(np.where(fin, p, np.inf), order, axis=1)
+    ok = np.isfinite(srt)
+    factor = ok.sum(axis=1, keepdims=True) - np.arange(p.shape[1])[None, :]
+    adj = np.maximum.accumulate(np.minimum(1.0, np.where(ok, factor * np.where(ok, srt, 0.0), np.inf)), axis=1)
+    out = np.empty_like(adj)
+    np.put_along_axis(out, order, adj, axis=1)
+    return np.where(fin, out, np.nan)
+
+
 def holm(pvalues: Sequence[float]) -> list:
-    """Holm's step-down adjusted p-values (NaN stays NaN and is not counted in the family):
-    sorted ascending, ``p~(i) = max_{j <= i} min(1, (m - j + 1) p(j))``."""
-    p = np.asarray(list(pvalues), dtype=float)
-    out = np.full(p.shape, np.nan)
-    idx = [i for i in np.argsort(p, kind="stable") if np.isfinite(p[i])]
-    m, running = len(idx), 0.0
-    for rank, i in enumerate(idx):
-        running = max(running, min(1.0, (m - rank) * p[i]))
-        out[i] = running
-    return [float(x) for x in out]
+    """``holm_matrix`` of one experiment: a list of adjusted p-values."""
+    return [float(x) for x in holm_matrix([list(pvalues)])[0]]
+
+
+def decision_interval(estimate, se, df, p, p_adjusted, alpha: float = ALPHA):
+    """``(lo, hi, level)``: the t interval at level ``1 - alpha p / p_adjusted`` (``1 - alpha`` where that is
+    undefined), whose ends cross the failure line exactly when ``p_adjusted < alpha``; NaN ends without an
+    interval (SE not finite, df < 1).  Arrays broadcast (the Monte Carlo's simulated experiments)."""
+    est, se, df, p, p_adj = (np.asarray(x, dtype=float) for x in (estimate, se, df, p, p_adjusted))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        level = np.where(np.isfinite(p_adj) & (p_adj > 0), 1 - alpha * p / p_adj, 1 - alpha)
+    level = np.where(np.isfinite(level), level, 1 - alpha)
+    ok = np.isfinite(se) & (df >= 1)
+    t = np.asarray(t_quantile(1 - (1 - level) / 2, np.where(ok, df, 1.0)), dtype=float)
+    half = np.where(ok, t * np.where(ok, se, 0.0), np.nan)
+    lo, hi = est - half, est + half
+    if lo.ndim == 0:
+        return float(lo), float(hi), float(level)
+    return lo, hi, level
 
 
 def decide_array(estimate, lo, hi, direction: int, failure: float, success: Optional[float] = None,

@@ -34,11 +34,11 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from coevo.audit.verdicts import ALPHA, DEGENERATE, decide, explain, holm, p_value, t_quantile
+from coevo.audit.verdicts import ALPHA, DEGENERATE, decide, decision_interval, explain, holm, p_value, t_quantile
 
 __all__ = ["Claim", "Design", "SeedSample", "RatioSample", "ClusteredSample", "PointSample", "seed_interval",
-           "ratio_interval", "clustered_interval", "point_interval", "mde", "evaluate", "judge_rows", "over_seeds",
-           "paired_by_seed", "ratio_over_seeds", "ratio_paired", "t_quantile", "ROLES", "TESTED", "POWER"]
+           "pooled_ratio", "ratio_interval", "clustered_interval", "point_interval", "mde", "evaluate", "judge_rows",
+           "over_seeds", "paired_by_seed", "ratio_over_seeds", "ratio_paired", "t_quantile", "ROLES", "TESTED", "POWER"]
 
 POWER = 0.80
 ROLES = ("primary", "secondary", "measurement", "by construction", "descriptive")
@@ -202,30 +202,43 @@ def seed_interval(values: Sequence[float]) -> dict:
     return _interval({"estimate": est, "se": se, "df": n - 1, "n": n, "degenerate": flat})
 
 
+def pooled_ratio(y, n, base_y=None, base_n=None):
+    """The pooled ratio ``sum y / sum n`` over the last axis (seeds), minus the baseline's where given, and its
+    CR1 SE over that axis from the ratio's linearisation ``u_g = (y_g - R n_g) / N`` (minus the baseline's):
+    ``sqrt(G / (G - 1) sum u_g^2)``.  Any leading shape: one experiment here, the Monte Carlo's many at once."""
+    y, n = np.asarray(y, dtype=float), np.asarray(n, dtype=float)
+    g = y.shape[-1]
+    total = n.sum(axis=-1, keepdims=True)
+    r = y.sum(axis=-1, keepdims=True) / total
+    est, u = r[..., 0], (y - r * n) / total
+    if base_y is not None:
+        by, bn = np.asarray(base_y, dtype=float), np.asarray(base_n, dtype=float)
+        btotal = bn.sum(axis=-1, keepdims=True)
+        rb = by.sum(axis=-1, keepdims=True) / btotal
+        est, u = est - rb[..., 0], u - (by - rb * bn) / btotal
+    se = np.sqrt(g / (g - 1) * np.sum(u ** 2, axis=-1)) if g >= 2 else np.full(est.shape, np.nan)
+    return est, se
+
+
 def ratio_interval(num: Dict[int, float], den: Dict[int, float], base_num: Optional[Dict[int, float]] = None,
                    base_den: Optional[Dict[int, float]] = None) -> dict:
-    """Pooled ratio (minus the baseline's on the same seeds) with the CR1 SE over seeds (module docstring)."""
+    """``pooled_ratio`` of one experiment's counts (on the seeds every side has), with its t interval."""
     seeds = sorted(s for s in num if s in den and (base_num is None or (s in base_num and s in base_den)))
     y, n = np.array([num[s] for s in seeds], float), np.array([den[s] for s in seeds], float)
     g = len(seeds)
-    if g == 0 or n.sum() <= 0:
+    base = None if base_num is None else (np.array([base_num[s] for s in seeds], float),
+                                          np.array([base_den[s] for s in seeds], float))
+    if g == 0 or n.sum() <= 0 or (base is not None and base[1].sum() <= 0):
         return {"estimate": float("nan"), "se": float("nan"), "df": 0, "n": g, "clusters": g}
-    r = y.sum() / n.sum()
-    u = (y - r * n) / n.sum()
+    est, se = (float(x) for x in pooled_ratio(y, n, *(base or ())))
     per = y / np.where(n > 0, n, np.nan)
-    out = {"estimate": float(r), "n": g, "clusters": g, "units": float(n.sum())}
-    if base_num is not None:
-        yb, nb = np.array([base_num[s] for s in seeds], float), np.array([base_den[s] for s in seeds], float)
-        if nb.sum() <= 0:
-            return {"estimate": float("nan"), "se": float("nan"), "df": 0, "n": g, "clusters": g}
-        rb = yb.sum() / nb.sum()
-        u = u - (yb - rb * nb) / nb.sum()
-        per = per - yb / np.where(nb > 0, nb, np.nan)
-        out.update(estimate=float(r - rb), base_units=float(nb.sum()))
+    out = {"estimate": est, "n": g, "clusters": g, "units": float(n.sum())}
+    if base is not None:
+        per = per - base[0] / np.where(base[1] > 0, base[1], np.nan)
+        out["base_units"] = float(base[1].sum())
     out["per_seed"] = {str(s): float(v) for s, v in zip(seeds, per)}
     if g < 2:
         return {**out, "se": float("nan"), "df": 0}
-    se = float(math.sqrt(g / (g - 1) * float(np.sum(u ** 2))))
     flat = bool(se < 1e-12)
     return _interval({**out, "se": 0.0 if flat else se, "df": g - 1, "degenerate": flat})
 
@@ -299,8 +312,9 @@ def judge_rows(rows: List[dict], powers: Optional[Dict[str, float]] = None, alph
             r.update(verdict=NO_VERDICT.get(r["role"], r["role"]), p_adjusted=None)
             continue
         r["p_adjusted"] = adj[sec.index(i)] if i in sec else r["p"]
-        level = _decision_level(r["p"], r["p_adjusted"], alpha)
-        lo, hi = _decision_interval(r, level)
+        lo, hi, level = decision_interval(r["estimate"], r["se"], r["df"], r["p"], r["p_adjusted"], alpha)
+        if r["degenerate"]:
+            lo, hi = r["ci_low"], r["ci_high"]
         r["decision_low"], r["decision_high"], r["decision_level"] = lo, hi, level
         v = decide(r["estimate"], lo, hi, r["direction"], r["failure_line"], r["success_line"],
                    degenerate=r["degenerate"])
@@ -313,20 +327,6 @@ def judge_rows(rows: List[dict], powers: Optional[Dict[str, float]] = None, alph
             if v != DEGENERATE and level < 1 - alpha - 1e-12:
                 r["why"] += f" (Holm: p {r['p']:.2g} -> {r['p_adjusted']:.2g}, the {100 * level:.2f} % interval)"
     return rows
-
-
-def _decision_level(p: float, p_adj: Optional[float], alpha: float) -> float:
-    """The confidence level whose interval crosses the failure line iff ``p_adj < alpha``: ``1 - alpha p / p_adj``."""
-    if p_adj is None or not (math.isfinite(p) and math.isfinite(p_adj)) or p_adj <= 0:
-        return 1 - alpha
-    return 1 - alpha * p / p_adj
-
-
-def _decision_interval(r: dict, level: float) -> Tuple[float, float]:
-    if r["degenerate"] or not (math.isfinite(r["se"]) and r["df"] and r["df"] >= 1):
-        return (r["ci_low"], r["ci_high"]) if r["degenerate"] else (float("nan"), float("nan"))
-    t = t_quantile(1 - (1 - level) / 2, r["df"])
-    return r["estimate"] - t * r["se"], r["estimate"] + t * r["se"]
 
 
 # ---------------------------------------------------------------------- sample builders

@@ -27,7 +27,8 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from coevo.audit.verdicts import ALPHA, decide_array, p_value, t_quantile
+from coevo.audit.verdicts import ALPHA, decide_array, decision_interval, holm_matrix, p_value
+from coevo.experiments.claims import pooled_ratio
 
 __all__ = ["simulate", "power", "familywise_false_supported", "design", "claim_seeds", "planned_powers", "power_alpha", "N_SIMS"]
 
@@ -62,44 +63,19 @@ def simulate(claim, n: int, theta: float, n_sims: int, rng: np.random.Generator)
     m = d.n_per_seed
     if d.kind == "rate":  # one arm's pooled rate: per seed rate ~ N(theta, pilot_sd) clipped, binomial units
         y = rng.binomial(m, np.clip(theta + d.pilot_sd * rng.standard_normal((n_sims, n)), 0.0, 1.0))
-        r = y.sum(axis=1) / (m * n)
-        se = np.sqrt(n / (n - 1) * np.sum(((y - r[:, None] * m) / (m * n)) ** 2, axis=1))
-        return {"estimate": r, "se": se, "df": np.full(n_sims, n - 1.0), "degenerate": se < 1e-12}
-    base = np.clip(d.base_rate + d.pilot_sd * rng.standard_normal((n_sims, n)), 0.0, 1.0)
-    arm = np.clip(base + theta, 0.0, 1.0)
-    yb, ya = rng.binomial(m, base), rng.binomial(m, arm)
-    ra, rb = ya.sum(axis=1) / (m * n), yb.sum(axis=1) / (m * n)
-    u = ((ya - ra[:, None] * m) - (yb - rb[:, None] * m)) / (m * n)
-    se = np.sqrt(n / (n - 1) * np.sum(u ** 2, axis=1))
-    return {"estimate": ra - rb, "se": se, "df": np.full(n_sims, n - 1.0), "degenerate": se < 1e-12}
-
-
-def _holm_matrix(p: np.ndarray) -> np.ndarray:
-    """Holm-adjusted p per row (simulated experiment) over the columns (claims); NaN stays NaN (out of the family)."""
-    if p.shape[1] == 0:
-        return p
-    q = np.where(np.isfinite(p), p, np.inf)
-    order = np.argsort(q, axis=1, kind="stable")
-    srt = np.take_along_axis(q, order, axis=1)
-    m = np.isfinite(srt).sum(axis=1, keepdims=True)
-    factor = m - np.arange(p.shape[1])[None, :]
-    fin = np.isfinite(srt)
-    adj = np.maximum.accumulate(np.minimum(1.0, np.where(fin, factor * np.where(fin, srt, 0.0), np.inf)), axis=1)
-    out = np.empty_like(adj)
-    np.put_along_axis(out, order, adj, axis=1)
-    return np.where(np.isfinite(p), out, np.nan)
+        est, se = pooled_ratio(y, np.full(y.shape, m))
+    else:
+        base = np.clip(d.base_rate + d.pilot_sd * rng.standard_normal((n_sims, n)), 0.0, 1.0)
+        arm = np.clip(base + theta, 0.0, 1.0)
+        yb, ya = rng.binomial(m, base), rng.binomial(m, arm)
+        est, se = pooled_ratio(ya, np.full(ya.shape, m), yb, np.full(yb.shape, m))
+    return {"estimate": est, "se": se, "df": np.full(n_sims, n - 1.0), "degenerate": se < 1e-12}
 
 
 def _codes(claim, sim: dict, p: np.ndarray, p_adj: np.ndarray, alpha: float) -> np.ndarray:
-    """decide_array on the decision interval at level 1 - alpha p / p_adj (claims.judge_rows' rule)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        level = np.where(np.isfinite(p_adj) & (p_adj > 0), 1 - alpha * p / p_adj, 1 - alpha)
-    level = np.where(np.isfinite(level), level, 1 - alpha)
-    ok = np.isfinite(sim["se"]) & (sim["df"] >= 1)
-    t = t_quantile(1 - (1 - level) / 2, np.where(ok, sim["df"], 1.0))
-    half = np.where(ok, t * np.where(ok, sim["se"], 0.0), np.nan)
-    return decide_array(sim["estimate"], sim["estimate"] - half, sim["estimate"] + half, claim.direction,
-                        claim.failure, claim.success_line, sim["degenerate"])
+    """decide_array on the decision interval (claims.judge_rows' rule, vectorised)."""
+    lo, hi, _ = decision_interval(sim["estimate"], sim["se"], sim["df"], p, p_adj, alpha)
+    return decide_array(sim["estimate"], lo, hi, claim.direction, claim.failure, claim.success_line, sim["degenerate"])
 
 
 def _p(claim, sim: dict) -> np.ndarray:
@@ -138,7 +114,7 @@ def familywise_false_supported(exp, seeds: Optional[int] = None, n_sims: int = N
     ps = np.stack([_p(c, s) for c, s in zip(tested, sims)], axis=1) if tested else np.zeros((n_sims, 0))
     sec = [i for i, c in enumerate(tested) if c.role == "secondary"]
     adj = ps.copy()
-    adj[:, sec] = _holm_matrix(ps[:, sec])
+    adj[:, sec] = holm_matrix(ps[:, sec])
     codes = np.stack([_codes(c, s, ps[:, i], adj[:, i], alpha) for i, (c, s) in enumerate(zip(tested, sims))],
                      axis=1) if tested else np.zeros((n_sims, 0), int)
     any_sup = (codes == 1).any(axis=1)
