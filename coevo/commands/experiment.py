@@ -103,10 +103,10 @@ def show_design(name: str, seeds: Optional[int], budget: str, as_json: bool) -> 
     from coevo.experiments.montecarlo import design
 
     exp = _load(name)
-    if seeds is not None and seeds < 1:
-        fail("--seeds must be >= 1")
-    if budget not in exp.budgets:
-        fail(f"unknown budget {budget!r} for {exp.name}; known: {', '.join(exp.budgets)}")
+    try:
+        exp.grid(budget, seeds)  # the grid's own checks: a known budget, seeds >= 1
+    except ValueError as e:
+        fail(str(e))
     d = design(exp, seeds, budget=budget)
     if as_json:
         emit_json(d)
@@ -185,6 +185,7 @@ def print_result(res: dict, file=None) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from coevo.experiments.claims import TESTED
     from coevo.experiments.report import claim_cells, headline
 
     console = Console(width=int(os.environ.get("COLUMNS") or 160), highlight=False, file=file)
@@ -197,7 +198,7 @@ def print_result(res: dict, file=None) -> None:
     for c in res["claims"]:
         t.add_row(*claim_cells(c))
     console.print(t)
-    whys = [c for c in res["claims"] if c.get("why") and c.get("role") in ("primary", "secondary")]
+    whys = [c for c in res["claims"] if c.get("why") and c.get("role") in TESTED]
     for c in whys:
         console.print(f"{c['name']}: {c['verdict']} — {c['why']}", soft_wrap=True)
     if not res.get("smoke"):

@@ -11,6 +11,8 @@ import math
 from pathlib import Path
 from typing import Optional
 
+from coevo.experiments.claims import TESTED
+
 __all__ = ["write_report", "render_html", "claim_plot", "fmt", "lines_text", "claim_cells", "headline"]
 
 CSS = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
@@ -56,8 +58,8 @@ def claim_cells(c: dict) -> list:
     """One claims-table row as strings: claim, role, estimate, 95% CI, lines, p (adjusted), power, verdict, n."""
     k, u = c.get("scale") or 1.0, c.get("unit") or ""
     ci = f"[{fmt(c.get('ci_low'), k, u)}, {fmt(c.get('ci_high'), k, u)}]" if c.get("ci_low") is not None else "-"
-    tested = c.get("role") in ("primary", "secondary")
-    p = f"{_p(c.get('p'))} ({_p(c.get('p_adjusted'))})" if tested and c.get("role") == "secondary" else _p(c.get("p"))
+    tested = c.get("role") in TESTED
+    p = f"{_p(c.get('p'))} ({_p(c.get('p_adjusted'))})" if c.get("role") == "secondary" else _p(c.get("p"))
     power = c.get("power")
     return [c["name"], c.get("role", ""), fmt(c.get("estimate"), k, u), ci, lines_text(c) if tested else "-",
             p if tested else "-", f"{100 * power:.0f} %" if tested and power is not None else "-",
@@ -93,9 +95,9 @@ def claim_plot(row: dict) -> str:
     if seeds:
         ax.plot(seeds, [0.25] * len(seeds), "x", color="#777", label="per seed")
     ax.axvline(0.0, color="black", lw=0.6, label="zero")
-    if row.get("failure_line") is not None and row.get("role") in ("primary", "secondary"):
+    if row.get("failure_line") is not None and row.get("role") in TESTED:
         ax.axvline(row["failure_line"] * k, color="#b42318", lw=1.2, label="failure line")
-    if row.get("success_line") is not None and row.get("role") in ("primary", "secondary"):
+    if row.get("success_line") is not None and row.get("role") in TESTED:
         ax.axvline(row["success_line"] * k, color="#1a7f37", lw=1.2, label="success line")
     if row.get("source_value") is not None:
         ax.axvline(row["source_value"] * k, color="#7a4fb4", ls="--", lw=1.2, label="source")
