@@ -42,8 +42,8 @@ def test_design_of_every_experiment(name):
 
 def test_design_text_and_more_seeds_more_power():
     """drzero-arms' headline at its 5 seeds and at 20: the power grows before an hour is spent. (RGBC's P5 would
-    not show it: at the source's +3 points, which is also its success line, the estimate reaches the line half
-    the time whatever the seeds, so its planned power stays near 50 %.)"""
+    not show it: at the source's +3 points, which is also its success line, the estimate reaches the line at
+    most half the time whatever the seeds, so its planned power stays at or under 50 %.)"""
     base = json.loads(coevo("experiment", "drzero-arms", "--design", "--json").stdout)
     more = json.loads(coevo("experiment", "drzero-arms", "--design", "--json", "--seeds", "20").stdout)
     assert base["n_sims"] == 20000 and {c["name"] for c in base["claims"]} == {c["name"] for c in more["claims"]}

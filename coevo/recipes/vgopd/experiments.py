@@ -133,9 +133,10 @@ def _world_claims(w: str) -> list:
               "arm A, pooled over seeds", ratio_over_seeds(A, reversal_count),
               **(dict(role="secondary", direction=1, smallest_effect=0.55, smallest_effect_why="the oracle siding with "
                       "r~ in under 55 of 100 decided reversals would make r~ barely safer than a coin",
-                      design=Design("seeds, ~4 decided reversals per run", 0.75, "a clear majority (3 of 4); the "
-                                    "proposal gives no number", 0.2, "q-A's decided reversals 3/3, 1/3, 4/4 in "
-                                    f"{PILOT}", kind="rate", n_per_seed=4)) if q else dict(role="measurement")),
+                      design=Design("seeds, ~3 decided reversals per run", 0.75, "a clear majority (3 of 4); the "
+                                    "proposal gives no number", 0.32, "q-A's decided reversals 3/3, 1/3, 4/4: their "
+                                    "rates' SD 0.38 less the binomial SD of ~3 at 0.8 (0.22), extra-binomial 0.32; "
+                                    f"{PILOT}", kind="rate", n_per_seed=3)) if q else dict(role="measurement")),
               scale=100, unit=" %"),
         Claim(f"{w}:recheck-rejected-C", f"[{label}] share of arm C's low-confidence (abstention-channel) licences "
               "the oracle re-check rejects", "rejected / re-checked abstention licences, arm C (1 - p)",
