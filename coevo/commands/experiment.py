@@ -137,12 +137,20 @@ def print_design(d: dict) -> None:
         t.add_row(r["name"], r["role"], lines_text(r), str(r["seeds"]), fmt(r["powered_for"], k, u),
                   fmt(r["pilot_sd"], k, u).lstrip("+"), f"{100 * r['power']:.0f} % (alpha {r['power_alpha']:.3g})")
     c.print(t)
+    for cal in d.get("calibration") or []:
+        on = "; ".join(f"{k} {', '.join(map(str, v)) if len(v) < 6 else f'{v[0]}-{v[-1]}'}" for k, v in cal["seeds"].items())
+        c.print(f"calibrated: {cal['setting']} (to reach {cal['target']}) on {on}; evaluation runs use none of these"
+                + (f" [{cal['record']}]" if cal.get("record") else ""), soft_wrap=True)
     for r in d["claims"]:
         c.print(f"- {r['name']} ({r['role']}): {r['statement']}", soft_wrap=True)
         if r.get("smallest_effect_why"):
             c.print(f"    smallest effect of interest: {r['smallest_effect_why']}", soft_wrap=True)
         if r.get("power") is not None:
             c.print(f"    units: {r['units']}; powered for {r['powered_for_what']}; pilot SD from {r['pilot_origin']}",
+                    soft_wrap=True)
+        if r["role"] == "primary" and r.get("power") is not None:
+            n80 = r.get("seeds_for_80")
+            c.print(f"    seeds for 80 % power: {n80 if n80 else 'more than 60 (not reachable at this design)'}",
                     soft_wrap=True)
         if r.get("construction"):
             c.print(f"    by construction: {r['construction']}", soft_wrap=True)

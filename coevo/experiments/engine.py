@@ -269,6 +269,7 @@ def analyze(exp: Experiment, grid: List[RunSpec], out: Path, budget: str, failed
         "budget_note": exp.notes.get(budget, ""), "seeds": seeds,
         "arms": {a.name: {"preset": a.preset, "overrides": list(a.overrides)} for a in exp.arms},
         "budget_overrides": list(exp.budgets[budget]), "complete": complete, "missing": missing,
+        "calibration": [c.as_dict() for c in exp.calibration], "seeded": dict(exp.seeded),
         "allow_partial": bool(allow_partial and not complete),
         "familywise_false_supported": fw["rate"], "familywise_mc_se": fw["mc_se"],
         "failed": [{"run": n, "error": failed[n]} for n in sorted(failed)],

@@ -30,9 +30,11 @@ import numpy as np
 from coevo.audit.verdicts import ALPHA, decide_array, decision_interval, holm_matrix, p_value
 from coevo.experiments.claims import pooled_ratio
 
-__all__ = ["simulate", "power", "familywise_false_supported", "design", "claim_seeds", "planned_powers", "power_alpha", "N_SIMS"]
+__all__ = ["simulate", "power", "familywise_false_supported", "design", "claim_seeds", "planned_powers", "power_alpha",
+           "seeds_for_power", "N_SIMS", "TARGET_POWER"]
 
 N_SIMS = 20000
+TARGET_POWER = 0.8  # the power a headline's seed count is chosen for (issue: seeds from power)
 
 
 def claim_seeds(exp, claim, seeds: Optional[int] = None) -> int:
@@ -103,6 +105,24 @@ def power(claim, n: int, alpha: float = ALPHA, n_sims: int = N_SIMS, seed: int =
     return float(np.mean(_codes(claim, sim, p, p, alpha) == 1))
 
 
+def seeds_for_power(claim, alpha: float = ALPHA, target: float = TARGET_POWER, max_seeds: int = 60,
+                    n_sims: int = 4000) -> Optional[int]:
+    """The fewest seeds at which the claim's planned power (at its design's powered-for effect) reaches
+    ``target``; None when even ``max_seeds`` do not (or the design has a fixed unit count)."""
+    if claim.design is None or claim.design.seeds is not None:
+        return None
+    lo, hi = 2, max_seeds
+    if power(claim, hi, alpha, n_sims) < target:
+        return None
+    while lo < hi:  # power rises with n (up to MC noise): bisect on the seeded estimate
+        mid = (lo + hi) // 2
+        if power(claim, mid, alpha, n_sims) >= target:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
 def familywise_false_supported(exp, seeds: Optional[int] = None, n_sims: int = N_SIMS, seed: int = 0,
                                thetas: Optional[Dict[str, float]] = None, alpha: float = ALPHA) -> dict:
     """P(>= 1 supported) over the experiment's tested claims with every claim at its failure line (or at
@@ -140,9 +160,11 @@ def design(exp, seeds: Optional[int] = None, n_sims: int = N_SIMS, budget: str =
             row.update(seeds=n, units=d.units, kind=d.kind, powered_for=d.powered_for,
                        powered_for_what=d.powered_for_what, pilot_sd=d.pilot_sd, pilot_origin=d.pilot_origin,
                        n_per_seed=d.n_per_seed or None, base_rate=d.base_rate if d.kind == "ratio" else None,
-                       power_alpha=a, power=power(c, n, a, n_sims))
+                       power_alpha=a, power=power(c, n, a, n_sims),
+                       seeds_for_80=seeds_for_power(c, a) if c.role == "primary" else None)
         rows.append(row)
     fw = familywise_false_supported(exp, seeds, n_sims)
-    return {"experiment": exp.name, "budget": budget, "seeds": seeds,
+    return {"experiment": exp.name, "budget": budget, "seeds": seeds, "first_seed": exp.first_seed,
+            "calibration": [c.as_dict() for c in exp.calibration], "seeded": dict(exp.seeded),
             "claims": rows, "familywise_false_supported": fw["rate"], "familywise_mc_se": fw["mc_se"],
             "n_sims": n_sims}

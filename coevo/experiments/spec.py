@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["Arm", "Resources", "RunSpec", "Runs", "Experiment", "resources_for", "GPU_BACKENDS"]
+__all__ = ["Arm", "Calibration", "Resources", "RunSpec", "Runs", "Experiment", "resources_for", "GPU_BACKENDS"]
 
 GPU_BACKENDS = ("hf", "openai")  # presets on these backends get a GPU per run on a Ray cluster
 
@@ -35,6 +35,27 @@ class Arm:
     overrides: Tuple[str, ...] = ()
     resources: Optional[Resources] = None  # None: resources_for(preset)
     max_seeds: Optional[int] = None  # None: every seed of the grid; n: only the first n (a secondary arm)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A setting chosen to reach a magnitude (a world parameter, a budget scale), and the seeds it was
+    chosen on: ``seeds`` maps each config key (``seed``, ``world.options.seed``, ``crossfit.fold_seed``)
+    to the values the calibration runs used.  ``Experiment.grid`` refuses an evaluation run whose
+    resolved config takes any of those values under any of those keys (held-out calibration)."""
+
+    setting: str  # what was chosen, as a --set: "world.options.misread_rate=0.8"
+    target: str  # the magnitude it was chosen to reach, in words
+    seeds: Tuple[Tuple[str, Tuple[int, ...]], ...]
+    record: str = ""  # where the calibration is written up (docs/..., a commit)
+
+    @classmethod
+    def on(cls, setting: str, target: str, seeds: Dict[str, Sequence[int]], record: str = "") -> "Calibration":
+        return cls(setting, target, tuple((k, tuple(int(v) for v in vals)) for k, vals in seeds.items()), record)
+
+    def as_dict(self) -> dict:
+        return {"setting": self.setting, "target": self.target, "seeds": {k: list(v) for k, v in self.seeds},
+                "record": self.record}
 
 
 @dataclass(frozen=True)
@@ -152,6 +173,8 @@ class Experiment:
     tables: Optional[Callable[[Runs], Dict[str, dict]]] = None
     notes: Dict[str, str] = field(default_factory=dict)  # per budget: what it changes, in words
     smoke: Tuple[str, ...] = ("ci",)  # budgets that exercise the grid, not the science: no verdicts
+    calibration: List[Calibration] = field(default_factory=list)  # what was tuned on which seeds
+    seeded: Dict[str, int] = field(default_factory=dict)  # config key -> offset: set to run seed + offset per run
 
     def check(self) -> None:
         names = [a.name for a in self.arms]
@@ -196,18 +219,49 @@ class Experiment:
             for a in self.arms:
                 if a.max_seeds is not None and seed - self.first_seed >= a.max_seeds:
                     continue
-                ov = tuple(a.overrides) + tuple(self.budgets[budget]) + tuple(extra)
+                ov = (tuple(a.overrides) + tuple(f"{k}={seed + off}" for k, off in self.seeded.items())
+                      + tuple(self.budgets[budget]) + tuple(extra))
                 pre = preset or a.preset
                 res = a.resources or resources_for(pre, ov)
                 if not any(o.startswith("backend.threads=") for o in ov):  # torch threads = the CPUs asked
                     ov += (f"backend.threads={max(1, int(res.cpus))}",)  # for: same in every executor
                 out.append(RunSpec(a.name, seed, pre, ov, res))
+        self.check_held_out(out)
         return out
+
+    def check_held_out(self, grid: Sequence[RunSpec]) -> None:
+        """Refuse (ValueError, one line) a run whose resolved config uses a calibration seed: each run's
+        config is resolved as ``coevo run`` would (preset < overrides < seed) and every key a calibration
+        names is compared with the values it was chosen on."""
+        if not self.calibration:
+            return
+        from coevo.config import load_config
+
+        bad = []
+        for r in grid:
+            cfg = load_config(r.preset, None, list(r.overrides) + [f"seed={r.seed}"]).model_dump(mode="json")
+            for cal in self.calibration:
+                for key, used in cal.seeds:
+                    val = _dotted(cfg, key)
+                    if val is not None and int(val) in used:
+                        bad.append(f"{r.name} has {key}={val}, a calibration seed of {cal.setting}")
+        if bad:
+            raise ValueError(f"experiment {self.name}: evaluation runs must not use calibration seeds: "
+                             f"{'; '.join(bad[:3])}" + (f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""))
 
     def manifest(self, budget: str, grid: List[RunSpec]) -> dict:
         """What the output directory records, so a rerun with another grid is refused."""
         return {"experiment": self.name, "budget": budget,
                 "runs": {r.name: r.run_args() for r in grid}}
+
+
+def _dotted(cfg: dict, key: str):
+    """``cfg["a"]["b"]`` for ``"a.b"`` (None when a part is missing)."""
+    for part in key.split("."):
+        if not isinstance(cfg, dict) or part not in cfg:
+            return None
+        cfg = cfg[part]
+    return cfg
 
 
 def manifest_conflict(old: dict, new: dict) -> Optional[str]:
