@@ -125,6 +125,20 @@ def test_judge_rows_holm_and_the_decision_interval():
     assert c["decision_level"] == pytest.approx(1 - 0.05 / 2)
 
 
+def test_co_primaries_are_holm_adjusted_among_themselves():
+    """Two primaries: c's p 0.0287 (above) and a's 0.00083; Holm over the two: a x2, c x1; the secondary
+    b alone (its own family of one) keeps its p."""
+    runs = Runs({}, {})
+    claims = [_tested("a", {0: 2.0, 1: 2.1, 2: 1.9}, "primary"), _tested("c", {0: 1.4, 1: 2.0, 2: 2.6}, "primary"),
+              _tested("b", {0: 1.0, 1: 2.0, 2: 3.0})]
+    Experiment("e", "d", [Arm("a")], claims).check_claims()  # two primaries are allowed
+    rows = {r["name"]: r for r in judge_rows([evaluate(c, runs) for c in claims])}
+    assert rows["a"]["p_adjusted"] == pytest.approx(2 * rows["a"]["p"])
+    assert rows["c"]["p_adjusted"] == pytest.approx(rows["c"]["p"])
+    assert rows["b"]["p_adjusted"] == pytest.approx(rows["b"]["p"])
+    assert rows["a"]["verdict"] == rows["c"]["verdict"] == "supported"
+
+
 def test_zero_width_and_ties_are_degenerate():
     runs = Runs({}, {})
     rows = judge_rows([evaluate(_tested("flat", {0: 0.4, 1: 0.4, 2: 0.4}, "primary"), runs),
@@ -167,7 +181,7 @@ def test_incomplete_declarations_are_refused():
         assert any(w in p for p in c.problems()), (c.name, c.problems())
         with pytest.raises(ValueError, match="incomplete pre-registration"):
             Experiment("e", "d", [Arm("a")], [ok, c]).grid()
-    with pytest.raises(ValueError, match="exactly one primary"):
+    with pytest.raises(ValueError, match="a primary claim"):
         Experiment("e", "d", [Arm("a")], [_tested("x", {}), _tested("y", {})]).grid()
     with pytest.raises(ValueError, match="unknown arm"):
         Experiment("e", "d", [Arm("b")], [ok]).grid()

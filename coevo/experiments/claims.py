@@ -299,19 +299,21 @@ def evaluate(claim: Claim, runs) -> dict:
 
 
 def judge_rows(rows: List[dict], powers: Optional[Dict[str, float]] = None, alpha: float = ALPHA) -> List[dict]:
-    """Verdicts for the experiment's rows: the primary at ``alpha``; the secondaries Holm-adjusted within the
-    experiment (``p_adjusted``); the decision interval at the level that makes ``lo`` / ``hi`` cross the
+    """Verdicts for the experiment's rows: the primary at ``alpha`` (co-primaries Holm-adjusted among themselves);
+    the secondaries Holm-adjusted within the experiment (``p_adjusted``); the decision interval at the level that makes ``lo`` / ``hi`` cross the
     failure line exactly when ``p_adjusted < alpha``; then ``decide``.  Rows without a test get their role's word."""
     powers = powers or {}
-    sec = [i for i, r in enumerate(rows) if r["role"] == "secondary"]
-    adj = holm([rows[i]["p"] for i in sec])
+    adj = {}
+    for role in TESTED:  # co-primaries Holm-adjusted among themselves (one primary: its own p), secondaries likewise
+        idx = [i for i, r in enumerate(rows) if r["role"] == role and r.get("verdict") != "not evaluated"]
+        adj.update(zip(idx, holm([rows[i]["p"] for i in idx])))
     for i, r in enumerate(rows):
         if r.get("verdict") == "not evaluated":
             continue
         if r["role"] not in TESTED:
             r.update(verdict=NO_VERDICT.get(r["role"], r["role"]), p_adjusted=None)
             continue
-        r["p_adjusted"] = adj[sec.index(i)] if i in sec else r["p"]
+        r["p_adjusted"] = adj.get(i, r["p"])
         lo, hi, level = decision_interval(r["estimate"], r["se"], r["df"], r["p"], r["p_adjusted"], alpha)
         if r["degenerate"]:
             lo, hi = r["ci_low"], r["ci_high"]

@@ -86,9 +86,10 @@ def _p(claim, sim: dict) -> np.ndarray:
 
 
 def power_alpha(exp, claim) -> float:
-    """The level a claim's planned power is computed at: 0.05 for the primary, 0.05 / m for each of m secondaries."""
-    m = sum(1 for c in exp.claims if c.role == "secondary")
-    return ALPHA if claim.role == "primary" else ALPHA / max(m, 1)
+    """The level a claim's planned power is computed at: 0.05 / k for each of k (co-)primaries, 0.05 / m for each
+    of m secondaries (Bonferroni: a lower bound on the Holm power)."""
+    m = sum(1 for c in exp.claims if c.role == claim.role)
+    return ALPHA / max(m, 1)
 
 
 def planned_powers(exp, seeds: Optional[int] = None, n_sims: int = N_SIMS) -> Dict[str, float]:
@@ -132,9 +133,10 @@ def familywise_false_supported(exp, seeds: Optional[int] = None, n_sims: int = N
     sims = [simulate(c, claim_seeds(exp, c, seeds), (thetas or {}).get(c.name, c.failure), n_sims, rng)
             for c in tested]
     ps = np.stack([_p(c, s) for c, s in zip(tested, sims)], axis=1) if tested else np.zeros((n_sims, 0))
-    sec = [i for i, c in enumerate(tested) if c.role == "secondary"]
     adj = ps.copy()
-    adj[:, sec] = holm_matrix(ps[:, sec])
+    for role in ("primary", "secondary"):
+        idx = [i for i, c in enumerate(tested) if c.role == role]
+        adj[:, idx] = holm_matrix(ps[:, idx])
     codes = np.stack([_codes(c, s, ps[:, i], adj[:, i], alpha) for i, (c, s) in enumerate(zip(tested, sims))],
                      axis=1) if tested else np.zeros((n_sims, 0), int)
     any_sup = (codes == 1).any(axis=1)
