@@ -46,10 +46,10 @@ TINY_BROKEN = Experiment("tiny", "the tiny grid plus an arm whose runs fail",
                          [Arm("a", "cpu", TINY_ARGS), Arm("broken", "cpu", ("rzero.rounds=-1",))], CLAIMS, seeds=2)
 
 
-def experiment(*args, spec=SPEC, timeout=900, check=True):
+def experiment(*args, spec=SPEC, timeout=900, check=True, env=None):
     cmd = [sys.executable, "-m", "coevo.cli", "experiment", "run", spec, *args]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO,
-                       env=dict(os.environ, PYTHONUNBUFFERED="1", COLUMNS="200"))
+                       env=dict(os.environ, PYTHONUNBUFFERED="1", COLUMNS="200", **(env or {})))
     if check and p.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
     return p
@@ -118,12 +118,16 @@ def test_kill9_then_rerun_with_jobs2_equals_jobs1(jobs1, tmp_path):
     assert "2/2 runs done" in p.stderr
 
 
-def test_jobs2_equals_jobs1(jobs1, tmp_path):
+def test_jobs2_cold_equals_jobs1_warm(jobs1, tmp_path):
+    """--jobs 2 with a fresh interpreter per run (COEVO_EXPERIMENT_WARM=0) gives the result of --jobs 1 with runs
+    forked from a warm worker (the default): forking changes no number."""
     out = tmp_path / "jobs2"
-    experiment("--jobs", "2", "--out", str(out))
+    experiment("--jobs", "2", "--out", str(out), env={"COEVO_EXPERIMENT_WARM": "0"})
     assert comparable(out) == comparable(jobs1[0])
     tm = json.loads((out / "result.json").read_text())["timing"]
     assert tm["jobs"] == 2 and tm["runs_reused"] == 0
+    assert "forked from a warm worker" in (jobs1[0] / "runs" / "a-s0.log").read_text()
+    assert "forked" not in (out / "runs" / "a-s0.log").read_text()
 
 
 def test_failing_run_named_on_one_line_others_kept(jobs1, tmp_path):

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, TextIO
 
 from coevo.experiments.claims import TESTED, evaluate, judge_rows
-from coevo.experiments.rundirs import (LOG_NAME, clean_summary, read_summary, run_child, run_state,
+from coevo.experiments.rundirs import (LOG_NAME, WarmWorker, clean_summary, read_summary, run_child, run_state,
                                        stage_seconds, steps_done)
 from coevo.experiments.spec import Experiment, RunSpec, Runs, manifest_conflict, read_manifest
 
@@ -109,21 +109,28 @@ def _execute_local(grid: List[RunSpec], prog: Progress, jobs: int) -> Dict[str, 
     for r in grid:
         todo.put(r)
     failed: Dict[str, str] = {}
+    warm = os.environ.get("COEVO_EXPERIMENT_WARM", "1") != "0"  # 0: a fresh interpreter per run
 
     def worker() -> None:
-        while True:
-            try:
-                spec = todo.get_nowait()
-            except queue.Empty:
-                return
-            with prog.lock:
-                prog.running.add(spec.name)
-            d = prog.runs_dir / spec.name
-            try:
-                res = run_child(d, spec.run_args(), prog.runs_dir / f"{spec.name}.log")
-            except OSError as e:  # cannot start the child (disk, fork): this run fails, the others go on
-                res = {"rc": 1, "wall_s": 0.0, "cpu_s": 0.0, "command": "run", "error": f"{type(e).__name__}: {e}"}
-            _finish(prog, spec, res, failed)
+        ww = WarmWorker() if warm else None
+        try:
+            while True:
+                try:
+                    spec = todo.get_nowait()
+                except queue.Empty:
+                    return
+                with prog.lock:
+                    prog.running.add(spec.name)
+                d, log = prog.runs_dir / spec.name, prog.runs_dir / f"{spec.name}.log"
+                try:
+                    res = ww.run(d, spec.run_args(), log) if ww else run_child(d, spec.run_args(), log)
+                except OSError as e:  # cannot start the child (disk, fork): this run fails, the others go on
+                    res = {"rc": 1, "wall_s": 0.0, "cpu_s": 0.0, "command": "run",
+                           "error": f"{type(e).__name__}: {e}"}
+                _finish(prog, spec, res, failed)
+        finally:
+            if ww:
+                ww.close()
 
     threads = [threading.Thread(target=worker, daemon=True) for _ in range(max(1, min(jobs, len(grid))))]
     for t in threads:

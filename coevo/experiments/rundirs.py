@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import List, Optional
 
-__all__ = ["run_state", "run_command", "run_child", "read_summary", "stage_seconds", "steps_done",
+__all__ = ["run_state", "run_command", "run_child", "WarmWorker", "read_summary", "stage_seconds", "steps_done",
            "WALL_KEYS", "LOG_NAME"]
 
 WALL_KEYS = ("wall_seconds",)  # summary.json fields that differ from run to run of the same config
@@ -79,6 +79,56 @@ def run_child(run_dir: Path, run_args: List[str], log: Path, env: Optional[dict]
     err = None if p.returncode == 0 and run_state(run_dir) == "finished" else _last_error(log, p.returncode)
     return {"rc": p.returncode if err is None else (p.returncode or 1), "wall_s": wall, "cpu_s": _cpu_of(ru),
             "error": err, "command": "resume" if "--resume" in cmd else "run"}
+
+
+class WarmWorker:
+    """One job's warm process (``coevo worker``): imports paid once, then each run is a forked child of it.
+    ``run`` returns what ``run_child`` returns; a worker that cannot start or dies is replaced by a fresh one
+    for the next run, and the run it was serving fails on one line (its directory resumes on a rerun)."""
+
+    def __init__(self, python: Optional[str] = None):
+        self.python, self.proc = python or sys.executable, None
+
+    def _start(self) -> None:
+        e = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.proc = subprocess.Popen([self.python, "-m", "coevo", "worker"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=e)
+
+    def run(self, run_dir: Path, run_args: List[str], log: Path) -> dict:
+        cmd = run_command(run_dir, run_args)
+        if not cmd:
+            return {"rc": 0, "wall_s": 0.0, "cpu_s": 0.0, "error": None, "command": "reused"}
+        Path(log).parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "ab") as out:
+            out.write(f"$ {' '.join(cmd)}  (forked from a warm worker)\n".encode())
+        t0 = time.perf_counter()
+        try:
+            if self.proc is None or self.proc.poll() is not None:
+                self._start()
+            self.proc.stdin.write(json.dumps({"argv": cmd[3:], "log": str(log)}) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+            ans = json.loads(line) if line else None
+        except (OSError, ValueError):
+            ans = None
+        wall = time.perf_counter() - t0
+        if ans is None:
+            self.close()
+            return {"rc": 1, "wall_s": wall, "cpu_s": 0.0, "command": "run",
+                    "error": "the warm worker died (run again to resume this run)"}
+        rc = int(ans["rc"])
+        err = None if rc == 0 and run_state(run_dir) == "finished" else _last_error(log, rc)
+        return {"rc": rc if err is None else (rc or 1), "wall_s": wall, "cpu_s": float(ans["cpu_s"]), "error": err,
+                "command": "resume" if "--resume" in cmd else "run"}
+
+    def close(self) -> None:
+        if self.proc is not None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+            self.proc = None
 
 
 def _last_error(log: Path, rc: int) -> str:
