@@ -62,6 +62,7 @@ class FactsWorld:
     n_sources: int = 100
     n_relations: int = 5
     misread_rate: float = 0.3
+    misread_shared: bool = False  # a control: every source of a planted fact states the same wrong value
     surface: str = "codes"
     topk: int | None = None  # default: 2 (codes, short contexts for the tiny models), 3 (text, Search-R1)
     retriever: str = "bm25"
@@ -86,7 +87,8 @@ class FactsWorld:
             raise ValueError("facts world: hop_ratio needs 4 non-negative weights (hops 1..4)")
         if self.topk is None:
             self.topk = 2 if self.surface == "codes" else 3
-        self.enc = G.generate(self.seed, self.n_entities, self.n_sources, self.misread_rate, self.n_relations)
+        self.enc = G.generate(self.seed, self.n_entities, self.n_sources, self.misread_rate, self.n_relations,
+                              misread_shared=self.misread_shared)
         self.width = G.code_width(self.n_entities)
         self._passages = [self._passage(st) for st in self.enc.statements]
         self._retriever = None
@@ -136,8 +138,9 @@ class FactsWorld:
         return self._by_pid
 
     def misread_sources(self) -> set[str]:
-        """The sources with a planted misreading (for tests and audits only)."""
-        return set(self.enc.planted)
+        """The sources with a planted misreading (for tests and audits only; ``misread_shared``: every
+        source of a planted fact)."""
+        return {st.source for st in self.enc.statements if st.misread}
 
     def get_retriever(self):
         if self._retriever is None:
@@ -382,8 +385,8 @@ class FactsWorld:
                 while len(seen) < self.eval_per_hop and tries < 50 * self.eval_per_hop:
                     tries += 1
                     chain = self._true_chain(rng, hops)
-                    q = self.question_of_chain(chain)
-                    if q in seen:
+                    q = self.question_of_chain(chain) if chain else None
+                    if q is None or q in seen:
                         continue
                     seen.add(q)
                     t = Task(task_id=hashlib.sha1(f"facts-eval|{q}".encode()).hexdigest()[:16], question=q,
@@ -394,12 +397,17 @@ class FactsWorld:
             self._eval = tasks
         return self._eval
 
-    def _true_chain(self, rng: random.Random, hops: int) -> list[G.Statement]:
+    def _true_chain(self, rng: random.Random, hops: int) -> list[G.Statement] | None:
+        """A chain of correct statements (None when a hop's fact has none: only in a ``misread_shared``
+        world, where a planted fact is wrong in every source; the caller draws again)."""
         cur = rng.randrange(self.n_entities)
         chain = []
         for _ in range(hops):
             r = rng.randrange(self.n_relations)
-            st = rng.choice([s for s in self.enc.by_fact[(cur, r)] if not s.misread])
+            true = [s for s in self.enc.by_fact[(cur, r)] if not s.misread]
+            if not true:
+                return None
+            st = rng.choice(true)
             chain.append(st)
             cur = st.obj
         return chain

@@ -13,7 +13,10 @@ statements (other sources) rank next, retrievable when that source is filtered o
 A misread source (a share ``misread_rate`` of the sources) states one of its facts with one
 consistent wrong value: the object's *distractor*, the entity with the most similar name
 (entities come in pairs: ``Varen Oklo`` / ``Varen Okla``; codes ``e16`` / ``e17``).  Planted
-facts are distinct, so every fact keeps at least one true statement.
+facts are distinct, so every fact keeps at least one true statement.  ``misread_shared`` (a
+control, issue #30): every statement of a planted fact, in every source that states it, carries
+the same wrong value (an error shared through pretraining, the limitation False Frontiers (CrossFit)
+names): no source then holds the fact's true value.
 
 Surfaces: ``codes`` (for the tiny character models: ``e42r1 x e17`` = "the r1 of e42,
 worded x, is e17"; subject and relation fuse into one retrieval token so that a passage
@@ -115,8 +118,9 @@ def entity_names(n: int, rng: random.Random) -> tuple[list[str], list[list[str]]
 
 
 def generate(seed: int = 0, n_entities: int = 60, n_sources: int = 100, misread_rate: float = 0.3,
-             n_relations: int = 5, max_sources_per_fact: int = 3) -> Encyclopedia:
-    """The encyclopedia of ``seed`` (deterministic: one ``random.Random`` drawn in a fixed order)."""
+             n_relations: int = 5, max_sources_per_fact: int = 3, misread_shared: bool = False) -> Encyclopedia:
+    """The encyclopedia of ``seed`` (deterministic: one ``random.Random`` drawn in a fixed order;
+    ``misread_shared`` draws nothing more: the same planted facts, replicated across their sources)."""
     if not 2 <= n_relations <= len(RELATIONS):
         raise ValueError(f"n_relations must be in [2, {len(RELATIONS)}]")
     if n_entities < 4 or n_sources < 3:
@@ -149,12 +153,13 @@ def generate(seed: int = 0, n_entities: int = 60, n_sources: int = 100, misread_
                                     obj=table[(s, r)]))
     enc = Encyclopedia(n_entities, n_relations, names, aliases, table, statements, sources)
     enc.index()
-    plant(enc, rng, misread_rate)
+    plant(enc, rng, misread_rate, misread_shared)
     return enc
 
 
-def plant(enc: Encyclopedia, rng: random.Random, misread_rate: float) -> None:
-    """Plant one misreading in each of round(misread_rate * n_sources) sources (distinct facts)."""
+def plant(enc: Encyclopedia, rng: random.Random, misread_rate: float, shared: bool = False) -> None:
+    """Plant one misreading in each of round(misread_rate * n_sources) sources (distinct facts);
+    ``shared``: then every other statement of each planted fact takes the same wrong value."""
     n_mis = round(misread_rate * len(enc.sources))
     used: set[tuple[int, int]] = set()
     chosen = [s for s in rng.sample(enc.sources, len(enc.sources)) if s in enc.by_source]
@@ -170,6 +175,12 @@ def plant(enc: Encyclopedia, rng: random.Random, misread_rate: float) -> None:
         used.add((st.subject, st.relation))
         replaced[st.pid] = Statement(st.pid, st.source, st.subject, st.relation, st.wording, wrong, misread=True)
         enc.planted[src] = (st.subject, st.relation, wrong)
+    if shared:
+        wrong_of = {(s, r): o for s, r, o in enc.planted.values()}
+        for st in enc.statements:
+            o = wrong_of.get((st.subject, st.relation))
+            if o is not None and st.pid not in replaced:
+                replaced[st.pid] = Statement(st.pid, st.source, st.subject, st.relation, st.wording, o, misread=True)
     enc.statements = [replaced.get(st.pid, st) for st in enc.statements]
     enc.index()
 

@@ -2,7 +2,8 @@
 ``msv+crossfit`` on the facts world, one loop with three settings.
 
 The folder: ``recipe.py`` (the loop and its three classes), ``steps.py`` (MSV labels, the scoring
-group, solver updates, the round audit), ``crossfit.py`` (folds), ``rewards.py`` (Dr. Zero's
+group, solver updates, the round audit), ``posthoc.py`` (the post-hoc FF audit, one instrument for
+every arm), ``crossfit.py`` (folds), ``rewards.py`` (Dr. Zero's
 proposer reward, hop-bucket advantages, MSV acceptance: pure functions), ``config.py`` (sections
 ``drzero``, ``crossfit``, ``audit``), ``report.py`` (report section), ``experiments.py`` (``coevo
 experiment crossfit-ablation`` and ``drzero-arms`` on the experiment engine), ``presets/`` (``drzero``, ``crossfit``, ``msv+crossfit``).
@@ -16,8 +17,9 @@ _AUX = (RoleSpec("aux_a", asset="facts_solver", seed_offset=2, lr="lr_solver"),
         RoleSpec("aux_b", asset="facts_solver", seed_offset=3, lr="lr_solver"))
 _COLS = ("false_agreement", "false_agreement_auditor", "pseudo_label_accuracy", "proposer_reward_mean",
          "accept_rate", "solver_reward_mean")
+_OPTIONAL = ("false_agreement_by_hop", "post_hoc_audit")  # the round audit's by-hop counts; the post-hoc audit's
 # the names the round table and its caption use
-COLUMN_NAMES = {"false_agreement": ("FF", "false-agreement mass vs the oracle"),
+COLUMN_NAMES = {"false_agreement": ("FF", "false-agreement mass of the scoring group vs the oracle (internal agreement)"),
                 "false_agreement_auditor": ("FF aud", "false-agreement mass vs the auditor model"),
                 "pseudo_label_accuracy": ("PL acc", "pseudo-label accuracy of the accepted questions"),
                 "proposer_reward_mean": ("P reward", "proposer reward"),
@@ -34,7 +36,8 @@ _EXPERIMENTS = {"crossfit-ablation": "coevo.recipes.drzero.experiments:ABLATION"
 
 def _info(name: str, cls: str, roles: tuple, sections: dict, description: str) -> RecipeInfo:
     return RecipeInfo(name=name, factory=f"coevo.recipes.drzero.recipe:{cls}", roles=roles, sections=sections,
-                      worlds=("facts",), summary_columns=_COLS, column_names=COLUMN_NAMES,
+                      worlds=("facts",), summary_columns=_COLS, optional_summary_columns=_OPTIONAL,
+                      column_names=COLUMN_NAMES,
                       report_sections=_SECTIONS, description=description,
                       experiments=_EXPERIMENTS if name == "drzero" else {})
 

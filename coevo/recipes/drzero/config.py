@@ -30,6 +30,11 @@ class DrZeroConfig(Strict):
                                        "(coevo.audit.false_agreement.group_agrees): strict_majority = more than half "
                                        "of its answers equal the label (order-free; False Frontiers (FF) 'give the "
                                        "same wrong answer'); plurality = its plurality answer, ties first seen")
+    audit_prompts: int = Field(0, ge=0, description="the post-hoc FF audit after the last round (False Frontiers (FF); "
+                                                    "coevo.recipes.drzero.posthoc): this many proposer contexts, the same "
+                                                    "for every arm of a run seed; the final proposer writes, the arm's "
+                                                    "acceptance filter (MSV or none) decides, the final main solver "
+                                                    "answers n_answers times; 0 = off")
     advantage_variant: Literal["paper", "code"] = Field(
         "paper", description="hop-bucket advantages: paper = population std (False Frontiers (CrossFit)); code = Dr. Zero's "
                              "grpo_batch (unbiased std, a bucket of one: mean 0, std 1)")
@@ -50,6 +55,9 @@ class CrossFitConfig(Strict):
                             "0, default), extrapolate = the line (5 - k)/4 (1.25 / 0)")
     retrieve_in_fold: bool = Field(True, description="auxiliary solvers retrieve only from their fold's sources "
                                                      "(source-id and same-source strategies)")
+    retrieve_own_source: bool = Field(False, description="a control (issue #30): the scorer may also retrieve from the "
+                                                         "question's own source (with retrieve_in_fold, source-id "
+                                                         "folds never do)")
     aux_steps: int = Field(2, ge=0, description="auxiliary-solver GRPO steps per round (each fold)")
     aux_prompts: int = Field(8, ge=1, description="questions per auxiliary step")
     aux_group: int = Field(5, ge=1, description="auxiliary rollouts per question (GRPO group)")

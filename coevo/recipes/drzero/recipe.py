@@ -23,8 +23,11 @@ prompt, ``grpo_group_size=1``, ``reward_group_size=5``, ``algorithm=grpo_batch``
 Solver steps: GRPO on the round's accepted questions, reward = EM against the label (draft or
 MSV consensus) through the run's verifier; the loss normalisation is ``loss.aggregation``
 (the presets set ``grpo``: each sequence's token mean, i.e. normalised by sequence length).
-Audit step: the round's false-agreement mass FF and pseudo-label accuracy against the oracle
-(``coevo.audit``).
+Audit step: the round's false-agreement mass of the *scoring group* against the oracle (the arm's
+internal agreement: the main solver's in Dr. Zero / MSV, the auxiliary scorer's in CrossFit) and
+pseudo-label accuracy (``coevo.audit``).  Post-hoc audit (``drzero.audit_prompts`` > 0; ``posthoc.py``):
+after the last round's solver steps, one FF instrument for every arm (the final proposer on common
+contexts, the arm's acceptance filter, the final main solver's answers, the oracle).
 """
 from __future__ import annotations
 
@@ -38,7 +41,7 @@ from coevo.core.world import QUESTION, ParseResult, Task, role_sampling
 from coevo.ledger.rows import dumps, task_row, verdict_row_of
 from coevo.ledger.store import StepWriter
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan
-from coevo.recipes.drzero import steps
+from coevo.recipes.drzero import posthoc, steps
 from coevo.recipes.drzero.crossfit import AUX_ROLES, question_fold, source_folds
 from coevo.rewards.formulas import crossfit_reward
 from coevo.stages.core import sampling_error_reason
@@ -78,7 +81,12 @@ class DrZeroRecipe(RecipeBase):
         if self.crossfit:
             phases.append(("aux", self.cf.aux_steps))
         phases += [("solver", dz.solver_steps), ("audit", 1)]
-        return round_plan(dz.rounds, phases)
+        specs = round_plan(dz.rounds, phases)
+        if not dz.audit_prompts:
+            return specs
+        body = [(s.round, s.phase, s.phase_step) for s in specs]  # the post-hoc audit before the last evaluation
+        body.insert(len(body) - 1, (dz.rounds, "posthoc", 0))
+        return [StepSpec(i, r, phase, k) for i, (r, phase, k) in enumerate(body)]
 
     def state_dict(self) -> dict:
         return {"dataset": self.dataset, "audit_items": self.audit_items, "cursor": self.cursor}
@@ -253,6 +261,9 @@ class DrZeroRecipe(RecipeBase):
     def _audit(self, spec: StepSpec, w: StepWriter) -> dict:
         return steps.round_audit(self, spec, self.audit_items, w)
 
+    def _posthoc(self, spec: StepSpec, w: StepWriter) -> dict:
+        return posthoc.post_hoc_audit(self, spec, w)
+
 
 def _bank_item(t, label, fold) -> dict:
     """An accepted question as the solvers train on it (the dataset's record)."""
@@ -263,7 +274,8 @@ def _bank_item(t, label, fold) -> dict:
 def _audit_item(spec, t, label, score, j: int, label_correct, draft_correct) -> dict:
     """One audited (question, label) pair: its scoring group's agreement and the oracle's verdicts."""
     return {"task_id": t.task_id, "step": spec.step, "mu": score["mu"][j], "question": t.question, "label": label,
-            "source_id": t.meta.get("source_id"), "agrees": score["agrees"][j], "majority": score["majority"][j],
+            "source_id": t.meta.get("source_id"), "hops": t.meta.get("hops"), "agrees": score["agrees"][j],
+            "majority": score["majority"][j],
             "label_correct": label_correct, "draft_correct": draft_correct}
 
 

@@ -83,16 +83,19 @@ def source_aware_sampler(rec: Parts):
     return sample
 
 
-def msv_labels(rec: Parts, ctx, tasks: list[Task], w: StepWriter) -> tuple[list, list[str], int]:
+def msv_labels(rec: Parts, ctx, tasks: list[Task], w: StepWriter, prefix: str = "",
+               stream: str = "train") -> tuple[list, list[str], int]:
     """MSV over ``tasks``: (label per task = the source-aware consensus or None, rejection reason
-    per task, rollouts drawn).  Both groups' verdicts against the draft go to the ledger."""
+    per task, rollouts drawn).  Both groups' verdicts against the draft go to the ledger (rollout
+    purposes ``<prefix>msv_src`` / ``<prefix>msv_blind``; ``stream``: the policies' RNG stream)."""
     dz = rec.cfg.drzero
     if not tasks:
         return [], [], 0
     drafts = {"draft": [t.reference for t in tasks]}
-    ga = draw_group(ctx, rec.solver, tasks, dz.msv_source_aware, rec.sp, "msv_src", drafts,
-                    sampler=source_aware_sampler(rec))
-    gb = draw_group(ctx, rec.solver, tasks, dz.msv_blind, rec.sp, "msv_blind", drafts, sampler=rec.solve_sampler())
+    ga = draw_group(ctx, rec.solver, tasks, dz.msv_source_aware, rec.sp, f"{prefix}msv_src", drafts,
+                    stream=stream, sampler=source_aware_sampler(rec))
+    gb = draw_group(ctx, rec.solver, tasks, dz.msv_blind, rec.sp, f"{prefix}msv_blind", drafts, stream=stream,
+                    sampler=rec.solve_sampler())
     w.extend(ga.rows)
     w.extend(gb.rows)
     labels, reasons = [], []
@@ -111,7 +114,7 @@ def score_group(rec: Parts, ctx, tasks: list[Task], labels: list, truths: list, 
     scoring role, the group's plurality answer (``solver_majority_columns``) and whether the group
     agrees with the label under ``drzero.ff_agreement`` (``coevo.audit.false_agreement.group_agrees``:
     strict majority by default, k > n / 2)."""
-    n, rule = rec.cfg.drzero.n_answers, rec.cfg.drzero.ff_agreement
+    n = rec.cfg.drzero.n_answers
     out = {"k": [0] * len(tasks), "mu": [0.0] * len(tasks), "scorer": ["solver"] * len(tasks),
            "agrees": [None] * len(tasks), "majority": [None] * len(tasks)}
     if not tasks:
@@ -125,22 +128,33 @@ def score_group(rec: Parts, ctx, tasks: list[Task], labels: list, truths: list, 
             idx = [j for j, f in enumerate(folds) if scorer_fold(f, cf.fold_strategy) == sf]
             src = retrieval_sources(sf, cf.fold_strategy, rec.folds, cf.retrieve_in_fold)
             groups.append((rec.aux[sf], AUX_ROLES[sf], idx, src))
+    own = bool(rec.crossfit and rec.cf.retrieve_own_source)
     for pol, role, idx, src in groups:
         if not idx:
             continue
-        ts = [with_sources(tasks[j], src) for j in idx]
+        ts = [with_sources(tasks[j], src if src is None or not own else src | {tasks[j].meta.get("source_id")})
+              for j in idx]
         g = draw_group(ctx, pol, ts, n, rec.sp, "score", {"label": [labels[j] for j in idx],
                                                           "oracle": [truths[j] for j in idx]},
                        role=role, sampler=rec.solve_sampler())
         w.extend(g.rows)
-        maj = solver_majority_columns(rec.verifier, g.answers, [labels[j] for j in idx])
+        agrees, maj = group_agreement(rec, g, [labels[j] for j in idx], majority=True)
         for jj, j in enumerate(idx):
-            matches = [v.value for v in g.verdicts["label"][jj]]
-            k = sum(1 for m in matches if m == 1)
+            k = sum(1 for v in g.verdicts["label"][jj] if v.value == 1)
             out["k"][j], out["mu"][j], out["scorer"][j] = k, k / n, role
-            out["agrees"][j] = group_agrees(rule, matches, maj[jj]["solver_agrees"])
-            out["majority"][j] = maj[jj]["solver_majority"]
+            out["agrees"][j], out["majority"][j] = agrees[jj], maj[jj]["solver_majority"]
     return out
+
+
+def group_agreement(rec: Parts, g, labels: list, majority: bool = False):
+    """Per task of a drawn group (``g.verdicts["label"]`` against ``labels``): does the group agree with its
+    label under ``drzero.ff_agreement`` (``coevo.audit.false_agreement.group_agrees``)?  The one rule of the
+    round audit and the post-hoc audit.  ``majority``: also the ``solver_majority_columns`` rows."""
+    rule = rec.cfg.drzero.ff_agreement
+    maj = solver_majority_columns(rec.verifier, g.answers, labels)
+    agrees = [group_agrees(rule, [v.value for v in g.verdicts["label"][jj]], maj[jj]["solver_agrees"])
+              for jj in range(len(labels))]
+    return (agrees, maj) if majority else agrees
 
 
 # ---------------------------------------------------------------------- solver updates
@@ -190,12 +204,26 @@ def round_audit(rec: Parts, spec, items: list[dict], w: StepWriter) -> dict:
     draft = pseudo_label_accuracy([it["draft_correct"] for it in items])
     agree = ff.extra.get("agreement_rate")
     out = {"false_agreement": {**false_agreement_summary(ff), "scope": "round"},
+           "false_agreement_by_hop": false_agreement_by_hop(items),
            "pseudo_label_accuracy": {**false_agreement_summary(pl), "scope": "round"},
            "agreement_rate": agree if agree is not None and np.isfinite(agree) else None,
            "n_false_agreement": ff.extra.get("n_false_agreement"),
            "draft_accuracy": false_agreement_summary(draft), "n_audited": len(items)}
     if rec.auditor is not None and items:
         out.update(auditor_audit(rec, spec, items, w))
+    return out
+
+
+def false_agreement_by_hop(items: list[dict]) -> dict:
+    """The round's false agreements by the question's hop count: ``{"hop<h>": {"false_agreements": k, "n": n}}``
+    (``n``: the pairs the oracle judged).  With at most one misreading per fact and every fact in >= 2
+    sources, a scorer that never retrieves the question's source cannot agree with a wrong 1-hop label:
+    source-id FF can come only from later hops (issue #30; the misread_shared world is the control)."""
+    out: dict = {"scope": "round"}
+    for h in sorted({it.get("hops") for it in items if it.get("hops")}):
+        sub = [it for it in items if it.get("hops") == h]
+        ff = false_agreement_from_flags([it["agrees"] for it in sub], [it["label_correct"] for it in sub])
+        out[f"hop{h}"] = {"false_agreements": int(ff.extra["n_false_agreement"]), "n": int(ff.n)}
     return out
 
 
