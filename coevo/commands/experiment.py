@@ -120,7 +120,7 @@ def print_design(d: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from coevo.experiments.report import fmt, lines_text
+    from coevo.experiments.report import calibration_lines, fmt, lines_text
 
     c = Console(width=int(os.environ.get("COLUMNS") or 160), highlight=False)
     c.print(f"{d['experiment']} · design for budget {d['budget']} · {d['seeds']} seeds · familywise false-supported "
@@ -137,10 +137,8 @@ def print_design(d: dict) -> None:
         t.add_row(r["name"], r["role"], lines_text(r), str(r["seeds"]), fmt(r["powered_for"], k, u),
                   fmt(r["pilot_sd"], k, u).lstrip("+"), f"{100 * r['power']:.0f} % (alpha {r['power_alpha']:.3g})")
     c.print(t)
-    for cal in d.get("calibration") or []:
-        on = "; ".join(f"{k} {', '.join(map(str, v)) if len(v) < 6 else f'{v[0]}-{v[-1]}'}" for k, v in cal["seeds"].items())
-        c.print(f"calibrated: {cal['setting']} (to reach {cal['target']}) on {on}; evaluation runs use none of these"
-                + (f" [{cal['record']}]" if cal.get("record") else ""), soft_wrap=True)
+    for line in calibration_lines(d.get("calibration")):
+        c.print(line, soft_wrap=True)
     for r in d["claims"]:
         c.print(f"- {r['name']} ({r['role']}): {r['statement']}", soft_wrap=True)
         if r.get("smallest_effect_why"):
@@ -194,7 +192,7 @@ def print_result(res: dict, file=None) -> None:
     from rich.table import Table
 
     from coevo.experiments.claims import TESTED
-    from coevo.experiments.report import claim_cells, headline
+    from coevo.experiments.report import calibration_lines, claim_cells, headline
 
     console = Console(width=int(os.environ.get("COLUMNS") or 160), highlight=False, file=file)
     console.print(headline(res), soft_wrap=True)
@@ -213,6 +211,8 @@ def print_result(res: dict, file=None) -> None:
         console.print(f"familywise false-supported rate of this design under the global null (claims at their "
                       f"failure lines): {100 * (res.get('familywise_false_supported') or 0):.1f} % +- "
                       f"{100 * (res.get('familywise_mc_se') or 0):.1f} (Monte Carlo)", soft_wrap=True)
+    for line in calibration_lines(res.get("calibration")):
+        console.print(line, soft_wrap=True)
     for title, tab in (res.get("tables") or {}).items():
         tt = Table(title=title)
         for h in tab["head"]:

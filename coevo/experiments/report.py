@@ -13,7 +13,7 @@ from typing import Optional
 
 from coevo.experiments.claims import TESTED
 
-__all__ = ["write_report", "render_html", "claim_plot", "fmt", "lines_text", "claim_cells", "headline"]
+__all__ = ["write_report", "render_html", "claim_plot", "fmt", "lines_text", "claim_cells", "headline", "calibration_lines"]
 
 CSS = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
        "table{border-collapse:collapse;margin:1em 0;font-size:14px}td,th{border:1px solid #ccc;padding:4px 8px;"
@@ -169,3 +169,14 @@ def write_report(result: dict, path: Path) -> Path:
     tmp.write_text(render_html(result))
     tmp.replace(path)
     return path
+
+
+def calibration_lines(cals) -> list:
+    """One line per calibration: what was chosen, to reach what, on which seeds (evaluation runs use none of them)."""
+    out = []
+    for cal in cals or []:
+        on = "; ".join(f"{k} {', '.join(map(str, v)) if len(v) < 6 else f'{v[0]}-{v[-1]}'}" for k, v in cal["seeds"].items())
+        out.append(f"calibrated: {cal['setting']} (to reach {cal['target']}) on {on}; evaluation runs use none of these"
+                   + (f" [{cal['record']}]" if cal.get("record") else ""))
+    return out
+
