@@ -72,36 +72,39 @@ def test_crossfit_ablation_ci_grid_resume_verdicts(tmp_path):
     to the same JSON."""
     out = tmp_path / "abl"
     res = _experiment("crossfit-ablation", out)
-    assert res["complete"] and not res["failed"] and res["seeds"] == [0, 1]
+    assert res["complete"] and not res["failed"] and res["seeds"] == [100, 101]  # held out: off seeds 0-2
     claims = {c["name"]: c for c in res["claims"]}
     head = [c for c in res["claims"] if c["headline"]]
     assert [c["name"] for c in head] == ["source-id-below-random-question"]
     assert res["smoke"] and {c["verdict"] for c in claims.values()} == {"smoke: no verdict"}
     for s in ("same-source", "random-question", "source-id"):
         assert claims[f"null-ff-{s}"]["estimate"] == 0.0 and claims[f"null-ff-{s}"]["ci_high"] == 0.0
-    assert claims["ff-source-id"]["estimate"] == 0.0  # the scorer never retrieves the question's source
-    assert len(res["runs"]) == 12 and len(res["tables"]["Runs (one bank per seed)"]["rows"]) == 12
-    (out / "runs" / "random-question-s1" / "summary.json").unlink()  # unfinished: resumed, not restarted
+    assert claims["ff-hop1-source-id"]["estimate"] == 0.0  # the scorer never retrieves a 1-hop question's source
+    assert len(res["runs"]) == 20 and len(res["tables"]["Runs (one bank per seed)"]["rows"]) == 20
+    (out / "runs" / "random-question-s101" / "summary.json").unlink()  # unfinished: resumed, not restarted
     again = _experiment("crossfit-ablation", out)
-    assert again["timing"]["runs_reused"] == 11 and _comparable(again) == _comparable(res)
+    assert again["timing"]["runs_reused"] == 19 and _comparable(again) == _comparable(res)
 
 
 @pytest.mark.slow
 def test_drzero_arms_ci_grid_and_costs(tmp_path):
-    """The arms experiment at its CI budget: 4 arms x 2 seeds, 2 rounds; the headline claim, per-arm
-    FF / pseudo-label / EM / Cover-EM measurements, rollout ratios against Dr. Zero, CPU per arm."""
+    """The arms experiment at its CI budget: 4 arms x 2 seeds, 2 rounds and the post-hoc audit; the co-primary
+    claims, per-arm FF / internal agreement / pseudo-label / EM / Cover-EM measurements, rollout ratios against
+    Dr. Zero (training rollouts only), CPU per arm."""
     res = _experiment("drzero-arms", tmp_path / "arms")
-    assert res["complete"] and not res["failed"]
+    assert res["complete"] and not res["failed"] and res["seeds"] == [100, 101]
     claims = {c["name"]: c for c in res["claims"]}
-    assert [c["name"] for c in res["claims"] if c["headline"]] == ["ff-drzero-vs-msv+crossfit"]
+    assert [c["name"] for c in res["claims"] if c["headline"]] == ["ff-msv+crossfit-vs-drzero",
+                                                                    "pl-msv+crossfit-vs-drzero"]
     assert {c["verdict"] for c in res["claims"]} == {"smoke: no verdict"}
     for a in ("drzero", "msv", "crossfit", "msv+crossfit"):
-        for k in ("ff", "pl", "em", "cover-em"):
+        for k in ("ff", "internal-agreement", "pl", "audit-pl", "em", "cover-em"):
             assert claims[f"{k}-{a}"]["n"] == 2, (k, a)
     assert claims["rollouts-crossfit"]["estimate"] > 0 and claims["rollouts-msv+crossfit"]["estimate"] > 0
     assert set(res["timing"]["per_arm"]) == {"drzero", "msv", "crossfit", "msv+crossfit"}
     rows = res["tables"]["Runs"]["rows"]
-    assert len(rows) == 8 and all(len(r[2].split(" / ")) == 2 for r in rows)  # FF of both rounds
+    assert len(rows) == 8 and all(len(r[4].split(" / ")) == 2 for r in rows)  # internal agreement of both rounds
+    assert all(int(r[2].split("/")[1]) <= 6 for r in rows)  # at most the 6 audit contexts
 
 
 def test_experiment_unknown_budget_is_one_line_error(tmp_path):

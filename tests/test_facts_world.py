@@ -148,6 +148,45 @@ def test_planted_misreading_is_shared_and_fold_filter_recovers_truth():
     assert shared > 20 and recovered == shared
 
 
+def test_misread_shared_replicates_each_planted_fact_in_every_source():
+    """The control world (issue #30): the same facts are planted (no extra draw), but every statement of a planted
+    fact carries its wrong value, so no source holds the truth; the held-out set still has only true chains."""
+    w0, w = FactsWorld(seed=5, misread_rate=0.8), FactsWorld(seed=5, misread_rate=0.8, misread_shared=True)
+    assert w.enc.planted == w0.enc.planted and w.enc.table == w0.enc.table
+    for fact, (s, r, o) in ((p[:2], p) for p in w.enc.planted.values()):
+        assert all(st.misread and st.obj == o != w.enc.table[fact] for st in w.enc.by_fact[fact])
+    planted = {p[:2] for p in w.enc.planted.values()}
+    assert all(not st.misread for st in w.enc.statements if (st.subject, st.relation) not in planted)
+    assert w.misread_sources() > w0.misread_sources()
+    assert [t.question for t in w0.eval_set()] != [] and all(t.reference == w.oracle(t) for t in w.eval_set())
+    for t in w.eval_set():  # every hop of a held-out chain is a fact some source states truly
+        start, hops = w.parse_chain(t.question)
+        for r, _ in hops:
+            assert (start, r) not in planted
+            start = w.enc.table[(start, r)]
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_one_hop_wrong_value_unreachable_without_its_source_unless_shared(shared):
+    """The structure behind source-id FF (issue #30): with at most one misreading per fact and every fact in >= 2
+    sources, a search that excludes a misread 1-hop question's source never returns the wrong value, so a
+    source-id scorer can only agree with a wrong label through a later hop; in the misread_shared world it can."""
+    w = FactsWorld(seed=1, misread_rate=0.8, misread_shared=shared)
+    reached = n = 0
+    for ctx in w.proposer_contexts(600, 3):
+        chain = [w.enc.by_pid[p] for p in ctx.chain]
+        if ctx.hops != 1 or not chain[0].misread:
+            continue
+        n += 1
+        st = chain[0]
+        hits = w.search([w.hop_query(st.subject, (st.relation, st.wording))], k=10,
+                        sources=set(w.sources()) - {ctx.source_id})[0]
+        reached += any(w.enc.by_pid[h.pid].obj == st.obj and (w.enc.by_pid[h.pid].subject, w.enc.by_pid[h.pid].relation)
+                       == (st.subject, st.relation) for h in hits)
+    assert n > 20
+    assert (reached == n) if shared else (reached == 0)
+
+
 def test_run_tool_top_k_and_source_restriction():
     st = WORLD.enc.statements[0]
     q = WORLD.hop_query(st.subject, (st.relation, st.wording))
@@ -231,6 +270,21 @@ def test_shipped_proposer_writes_faithful_proposals():
 
     pol = TinyPolicy.from_checkpoint("facts_proposer", ASSETS / "facts_proposer.pt", seed=0)
     assert proposer_accuracy(pol, WORLD, n=40) == {"parsed": 1.0, "faithful": 1.0}
+
+
+@pytest.mark.parametrize("seed", [1, 100])
+def test_shipped_agents_read_other_worlds(seed):
+    """The tiny assets were pretrained on world seed 0 (coevo.pretrain.facts.facts_world) but read the codes
+    surface, not that world's facts: on other world seeds (the held-out evaluation worlds of issue #30) the
+    proposer stays faithful and the solver keeps its 1-2-hop accuracy."""
+    from coevo.backends.tiny import TinyPolicy
+    from coevo.pretrain.facts import proposer_accuracy, solver_accuracy_by_hop
+
+    w = FactsWorld(seed=seed, misread_rate=0.8, eval_per_hop=10)
+    pol = TinyPolicy.from_checkpoint("facts_proposer", ASSETS / "facts_proposer.pt", seed=0)
+    assert proposer_accuracy(pol, w, n=40) == {"parsed": 1.0, "faithful": 1.0}
+    acc = solver_accuracy_by_hop(_solver(), w)
+    assert acc["hop1"] == acc["hop2"] == 1.0 and acc["hop4"] <= 0.1
 
 
 def test_pretraining_is_deterministic():

@@ -6,7 +6,7 @@ group, solver updates, the round audit), ``posthoc.py`` (the post-hoc FF audit, 
 every arm), ``crossfit.py`` (folds), ``rewards.py`` (Dr. Zero's
 proposer reward, hop-bucket advantages, MSV acceptance: pure functions), ``config.py`` (sections
 ``drzero``, ``crossfit``, ``audit``), ``report.py`` (report section), ``experiments.py`` (``coevo
-experiment crossfit-ablation`` and ``drzero-arms`` on the experiment engine), ``presets/`` (``drzero``, ``crossfit``, ``msv+crossfit``).
+experiment crossfit-ablation`` on the experiment engine), ``arms.py`` (``coevo experiment drzero-arms``), ``presets/`` (``drzero``, ``crossfit``, ``msv+crossfit``).
 """
 from coevo.core.registry import RecipeInfo, RoleSpec
 from coevo.recipes.drzero.config import AuditConfig, CrossFitConfig, DrZeroConfig
@@ -31,7 +31,7 @@ _CF = {"drzero": DrZeroConfig, "crossfit": CrossFitConfig, "audit": AuditConfig}
 
 
 _EXPERIMENTS = {"crossfit-ablation": "coevo.recipes.drzero.experiments:ABLATION",
-                "drzero-arms": "coevo.recipes.drzero.experiments:DRZERO_ARMS"}
+                "drzero-arms": "coevo.recipes.drzero.arms:DRZERO_ARMS"}
 
 
 def _info(name: str, cls: str, roles: tuple, sections: dict, description: str) -> RecipeInfo:
