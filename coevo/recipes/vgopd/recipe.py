@@ -32,11 +32,11 @@ from coevo.core.policy import SamplingParams
 from coevo.ledger.rows import rollout_row
 from coevo.ledger.store import StepWriter
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan
-from coevo.recipes.vgopd.casa.probes import ProbePrompt, run_probes
+from coevo.recipes.vgopd.casa.probes import ProbePrompt, probe_answers, run_probes
 from coevo.recipes.vgopd.casa.rows import rollout_rows
 from coevo.recipes.vgopd.casa.scoring import score_answer
 from coevo.recipes.vgopd.casa.selfcheck import CasaSelfCheckError, self_check_group
-from coevo.recipes.vgopd.steps import (criteria_scorer, expert_values, finite_or_none, oracle_axis_scores,
+from coevo.recipes.vgopd.steps import (criteria_scorer, expert_values, finite_or_none, oracle_checks,
                                        rechecks_for, score_items, step_metrics, token_advantages, verdict_rows)
 from coevo.rl.grpo import group_advantages
 from coevo.stages.core import solve, to_groups
@@ -108,9 +108,9 @@ class VgopdRecipe(RecipeBase):
         ex_ans = self._expert_greedy(spec, tasks, w)
         ids = [r["rollout_id"] for r in g.rows["rollouts"]]
         flat = [(t, a) for t, ans in zip(tasks, g.answers) for a in ans]
-        checks, verdicts = score_items(self.world, self.scorer, flat)
         e_items = [(t, ex_ans[r][j]) for r in self.experts for j, t in enumerate(tasks)]
-        e_checks, e_verdicts = score_items(self.world, self.scorer, e_items)
+        both, both_v = score_items(self.world, self.scorer, flat + e_items)  # one batch: one cache lookup per kind
+        (checks, e_checks), (verdicts, e_verdicts) = _split(both, len(flat)), _split(both_v, len(flat))
         vrows = [row for i, (t, _) in enumerate(flat) for row in verdict_rows(self.run_id, spec.step, ids[i],
                                                                               t.task_id, verdicts[i])]
         for n, (t, _) in enumerate(e_items):
@@ -154,12 +154,13 @@ class VgopdRecipe(RecipeBase):
                 rc = rechecks_for(self.world, t, answers[j][k], {r: ex_ans[r][j] for r in roles},
                                   out["gates"][k]) if self.vc.recheck else {}
                 scores = score_answer(cj[k])  # one criterion_scores row per axis, in this order
+                true = oracle_checks(self.world, t, answers[j][k], cj[k]) if self.world.has_oracle else []
                 for table, rs in rollout_rows(self.run_id, spec.step, ids[i], t.task_id, j, self.casa.arm,
-                                              scores, cj[k], out["gates"][k], rc).items():
+                                              scores, cj[k], out["gates"][k], rc, true).items():
                     rows[table] += rs
                 if self.world.has_oracle:
-                    true = oracle_axis_scores(self.world, t, answers[j][k], cj[k])
-                    truth += [true.get(a, float("nan")) for a in scores]
+                    ts = score_answer(true)
+                    truth += [ts[a].r_tilde_raw if a in ts else float("nan") for a in scores]
         for table, rs in rows.items():
             w.add(table, rs)
         return GroupScores(rewards, gates, n_checked, rows["criterion_scores"],
@@ -173,10 +174,10 @@ class VgopdRecipe(RecipeBase):
         vac = getattr(self.world, "probe_answers", None)
         kw = {"vacuous": vac(self.probe_tasks[0], self.probe_tasks[0])["vacuous"]} if vac else {}
 
-        def score(task_id: str, answer: str):
-            return score_items(self.world, self.scorer, [(by_id[task_id], answer)])[0][0]
-
-        w.add("probes", run_probes(self.run_id, spec.step, prompts, score, **kw))
+        items = probe_answers(prompts, **kw)  # scored in one batch (one verdict-cache lookup per kind)
+        got = score_items(self.world, self.scorer, [(by_id[tid], a) for tid, _, _, a in items])[0]
+        checks = {(tid, a): cs for (tid, _, _, a), cs in zip(items, got)}
+        w.add("probes", run_probes(self.run_id, spec.step, prompts, lambda tid, a: checks[(tid, a)], **kw))
 
     def _metrics(self, flat, gs: GroupScores, taught, loss) -> dict:
         m = step_metrics(gs.score_rows, self.casa.rank_delta, gs.score_truth)
@@ -187,3 +188,8 @@ class VgopdRecipe(RecipeBase):
         m.update({"answer_reward_mean": finite_or_none(np.mean(gs.rewards)), "self_checked_groups": gs.n_checked,
                   "taught_tokens": int(sum(taught)), "arm": self.casa.arm, "loss": loss})
         return m
+
+
+def _split(xs: list, n: int) -> tuple:
+    """``xs[:n], xs[n:]``: the student's and the experts' part of one scored batch."""
+    return xs[:n], xs[n:]

@@ -15,10 +15,10 @@ import numpy as np
 from coevo.audit.instruments import abstention_share
 from coevo.ledger.rows import verdict_row_of
 from coevo.recipes.vgopd.casa.gating import combine_advantages, expert_gate_totals, gated_kl_advantages
-from coevo.recipes.vgopd.casa.scoring import Check, is_abstention, score_answer
+from coevo.recipes.vgopd.casa.scoring import Check, is_abstention
 from coevo.recipes.vgopd.instruments import inflation_ratios, rank_reversals
 
-__all__ = ["criteria_scorer", "score_items", "verdict_rows", "expert_values", "rechecks_for",
+__all__ = ["criteria_scorer", "score_items", "verdict_rows", "expert_values", "rechecks_for", "oracle_checks",
            "token_advantages", "step_metrics", "finite_or_none"]
 
 
@@ -52,14 +52,13 @@ def expert_values(checks: Sequence[Check]) -> dict:
     return {c.criterion_id: c.value for c in checks}
 
 
-def oracle_axis_scores(world: Any, task: Any, answer: Optional[str], checks: Sequence[Check]) -> dict:
-    """The oracle's axis scores (r~ with every criterion judged by ``world.oracle_verdict``, so no
-    abstention) of one answer; {} without an oracle."""
+def oracle_checks(world: Any, task: Any, answer: Optional[str], checks: Sequence[Check]) -> list:
+    """The answer's checks with every criterion judged by ``world.oracle_verdict`` (no abstention);
+    [] without an oracle."""
     oracle = getattr(world, "oracle_verdict", None)
     if oracle is None:
-        return {}
-    true = [replace(c, value=oracle(task, c.criterion_id, answer), reason="") for c in checks]
-    return {a: s.r_tilde_raw for a, s in score_answer(true).items()}
+        return []
+    return [replace(c, value=oracle(task, c.criterion_id, answer), reason="") for c in checks]
 
 
 def rechecks_for(world: Any, task: Any, answer: Optional[str], expert_answers: Mapping[str, Optional[str]],

@@ -16,7 +16,10 @@ TABLES: dict[str, list[tuple[str, str]]] = {
                          ("n_scored", "BIGINT"), ("n_abstained", "BIGINT"), ("n_failed", "BIGINT"),
                          ("n_failed_licensed", "BIGINT"), ("n_abstain_candidates", "BIGINT"),
                          ("n_abstain_licensed", "BIGINT"), ("w_licensed", "DOUBLE"), ("w_licensed_raw", "DOUBLE"),
-                         ("scored_json", "VARCHAR"), ("abstained_json", "VARCHAR")],
+                         ("scored_json", "VARCHAR"), ("abstained_json", "VARCHAR"),
+                         # the oracle's clipped axis score and its true verdicts (criterion id -> 1/0): what
+                         # coevo.recipes.vgopd.casa.consequences compares r and r~ with (NULL without an oracle)
+                         ("oracle", "DOUBLE"), ("oracle_json", "VARCHAR")],
     # CASA: one row per licence (rollout, criterion, expert); recheck = deterministic recomputation confirms it
     "casa_gates": [("run_id", "VARCHAR"), ("step", "BIGINT"), ("rollout_id", "VARCHAR"), ("task_id", "VARCHAR"),
                    ("axis", "VARCHAR"), ("criterion_id", "VARCHAR"), ("expert", "VARCHAR"), ("channel", "VARCHAR"),
