@@ -10,6 +10,7 @@ simply overwritten when the step is re-run. Same seed ⇒ same numbers, resumed 
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import torch
 
 from coevo import __version__
 from coevo.checkpoint import CheckpointError
-from coevo.config import ConfigError, RunConfig, build_config, dump_config
+from coevo.config import RunConfig, dump_config
 from coevo.ledger import views
 from coevo.ledger.store import Ledger, LedgerError
 from coevo.runlock import LOCK_NAME, disk_trouble, writer_guard
@@ -50,9 +51,14 @@ def recipe_info(cfg: RunConfig):
         raise RunError(str(e)) from None
 
 
+ASSET_PREFIX = "asset:"  # backend.checkpoints.<role>=asset:NAME: the shipped asset NAME (coevo/assets/NAME.pt)
+
+
 def _tiny(name: str, asset: str, ckpt: str | None, lr: float, seed: int, grad_clip: float):
     from coevo.backends.tiny import TinyPolicy
 
+    if ckpt and ckpt.startswith(ASSET_PREFIX):  # another role's shipped asset: e.g. R-Zero's Solver from the
+        asset, ckpt = ckpt[len(ASSET_PREFIX):], None  # "Single" policy, so both arms start from one checkpoint
     path = Path(ckpt) if ckpt else ASSETS / f"{asset}.pt"
     if not path.exists():
         raise RunError(f"checkpoint not found: {path} (run `coevo pretrain` to create the tiny checkpoints)")
@@ -125,8 +131,9 @@ def make_recipe(cfg: RunConfig, world, policies, run_id: str, verifier, info=Non
 
 # ---------------------------------------------------------------------- running
 def _new_run_dir(cfg: RunConfig, out: Path | None) -> Path:
-    if out is None:
-        out = Path(cfg.out_root) / f"{cfg.recipe}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if out is None:  # <recipe>-<timestamp>, taken by mkdir: two runs started in one second never share it
+        from coevo.runner.naming import claim_default_run_dir
+        out = claim_default_run_dir(cfg.out_root, cfg.recipe, RunError)
     if out.exists() and any(f.name != LOCK_NAME for f in out.iterdir()):  # a lone lock: a writer killed at start
         raise RunError(f"run directory {out} exists and is not empty (use --resume {out} to continue it)")
     try:
@@ -145,22 +152,15 @@ def run_from_config(cfg: RunConfig, out: Path | None = None, quiet: bool = False
     return run_dir
 
 
-def resume_run(run_dir: Path, quiet: bool = False, report: bool = True) -> Path:
-    import yaml
+def resume_run(run_dir: Path, quiet: bool = False, report: bool = True, overrides=()) -> Path:
+    """Continue a run from its last committed step; ``overrides``: the ``--set`` items that may change on resume
+    (coevo/runner/resume.py: which, the plan check, the record in resumes.jsonl)."""
+    from coevo.runner.resume import resume_with
 
-    cfg_path = run_dir / "config.yaml"
-    if not cfg_path.is_file():
-        raise RunError(f"{run_dir} is not a coevo run directory (no config.yaml)")
-    try:
-        cfg = build_config(yaml.safe_load(cfg_path.read_text()))
-    except ConfigError as e:
-        raise RunError(f"{cfg_path}: {e}") from None
-    with writer_guard(run_dir, RunError):
-        _execute(cfg, run_dir, fresh=not (run_dir / "ledger.duckdb").exists(), quiet=quiet, report=report)
-    return run_dir
+    return resume_with(run_dir, overrides, quiet=quiet, report=report)
 
 
-def _execute(cfg: RunConfig, run_dir: Path, fresh: bool, quiet: bool, report: bool = True) -> None:
+def _execute(cfg: RunConfig, run_dir: Path, fresh: bool, quiet: bool, report: bool = True, on_resume=None) -> None:
     from coevo.executors import ExecutorError, make_executor
     from coevo.verify.run import run_verifier_from_config
 
@@ -193,6 +193,8 @@ def _execute(cfg: RunConfig, run_dir: Path, fresh: bool, quiet: bool, report: bo
         try:
             loop = Loop(led, run_id, recipe, policies, run_dir, tracker, quiet, info.summary_columns)
             loop.resume()
+            if on_resume is not None:  # coevo/runner/resume.py: the plan check and a recorded --set on resume
+                on_resume(loop)
             loop.run()
         finally:
             tracker.close()
@@ -212,7 +214,7 @@ def _execute(cfg: RunConfig, run_dir: Path, fresh: bool, quiet: bool, report: bo
 
             write_report(run_dir)
         except Exception as e:  # the run's data is safe in the ledger; say what failed
-            print(f"warning: report not written: {e!r}")
+            print(f"warning: report not written: {e!r}", file=sys.stderr)
     if not quiet:
         print_round_table(summary, run_dir)
 
