@@ -1,0 +1,150 @@
+"""``coevo run --resume RUN [--set key=value ...]``: a resumed run keeps the config it started with, except for
+the few keys that may safely change, and says so.
+
+**Safe keys** change nothing the run has computed and nothing it computes from the same point on:
+
+* ``<section>.rounds`` of the run's recipe (``rzero.rounds``, ``synco.rounds``, ``drzero.rounds``, ...):
+  more rounds continue a finished run, fewer end it sooner.  Allowed only while every completed step is
+  still a step of the new plan, at the same place (checked against the ledger before any step runs; e.g.
+  Dr. Zero's post-hoc audit, planned before the last evaluation, cannot move once it has run);
+* ``tracking.*`` (copies of committed steps for TensorBoard / W&B; the ledger stays the record);
+* ``note`` (free text).
+
+Everything else is refused with one line: the world, the eval set (its size or seed: the rounds' accuracies
+would no longer be on one set), sampling, the loss, batch sizes, seeds, the backend.  A change is applied,
+written to ``config.yaml`` (the config the rest of the run follows), appended to ``resumes.jsonl`` (one JSON
+line per resume that changed something: when, after which step, each key's old and new value) and printed.
+A damaged or missing ``config.yaml`` is one line, never a traceback.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from coevo.runner.loop import RunError
+
+RECORD = "resumes.jsonl"
+
+
+def load_run_config(run_dir: Path):
+    """The config a run directory's ``config.yaml`` holds; any damage is a RunError (one line)."""
+    import yaml
+
+    from coevo.config import ConfigError, build_config
+
+    path = Path(run_dir) / "config.yaml"
+    if not path.is_file():
+        raise RunError(f"{run_dir} is not a coevo run directory (no config.yaml)")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise RunError(f"{path}: not valid YAML ({str(e).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise RunError(f"{path}: expected a mapping at the top level")
+    try:
+        return build_config(data)
+    except ConfigError as e:
+        raise RunError(f"{path}: {e}") from None
+
+
+def safe_keys(cfg) -> list[str]:
+    """The keys ``--set`` may change on resume, for this run's recipe (``tracking.*``: the whole section)."""
+    from coevo.core.registry import RecipeNotFound, get_recipe
+
+    try:
+        sections = get_recipe(cfg.recipe).sections
+    except RecipeNotFound:
+        sections = {}
+    rounds = [f"{name}.rounds" for name, model in sections.items() if "rounds" in model.model_fields]
+    return [*rounds, "tracking.*", "note"]
+
+
+def _is_safe(key: str, safe: list[str]) -> bool:
+    return any(key == s or (s.endswith(".*") and key.startswith(s[:-1])) for s in safe)
+
+
+def _get(data: dict, key: str):
+    for part in key.split("."):
+        data = data.get(part) if isinstance(data, dict) else None
+    return data
+
+
+def apply_resume_overrides(cfg, overrides: list[str]):
+    """(new config, {key: (old, new)}) for ``--set`` items on resume; an unsafe key is a RunError (one line)."""
+    from coevo.config import ConfigError, _deep_merge, build_config, parse_override
+
+    safe = safe_keys(cfg)
+    for item in overrides:
+        if "=" not in item:
+            raise RunError(f"--set {item!r}: expected key=value")
+    keys = [item.split("=", 1)[0].strip() for item in overrides]
+    bad = [k for k in keys if not _is_safe(k, safe)]
+    if bad:
+        raise RunError(f"--set {bad[0]} cannot change on --resume: a run continues with the config it started "
+                       f"with; keys that may change: {', '.join(safe)} (start a new run for the rest)")
+    old = cfg.model_dump(mode="json")
+    data = old
+    for item in overrides:
+        data = _deep_merge(data, parse_override(item))
+    try:
+        new = build_config(data)
+    except ConfigError as e:
+        raise RunError(str(e)) from None
+    now = new.model_dump(mode="json")
+    changes = {k: (_get(old, k), _get(now, k)) for k in dict.fromkeys(keys) if _get(old, k) != _get(now, k)}
+    return new, changes
+
+
+def check_plan(loop) -> int:
+    """Every committed step must be the step of the (new) plan at its place; returns the last committed step."""
+    done = loop.led.query("SELECT step, round, phase, phase_step FROM steps WHERE run_id = ? ORDER BY step",
+                          [loop.run_id])
+    plan = {s.step: s for s in loop.plan}
+    for row in done:
+        s = plan.get(row["step"])
+        if s is None or (s.round, s.phase, s.phase_step) != (row["round"], row["phase"], row["phase_step"]):
+            where = "has no such step" if s is None else f"has round {s.round} {s.phase} {s.phase_step + 1} there"
+            raise RunError(f"cannot resume with this config: completed step {row['step']} (round {row['round']} "
+                           f"{row['phase']} {row['phase_step'] + 1}) is not in its plan (the plan {where}); a "
+                           f"resumed run keeps the steps it completed")
+    return done[-1]["step"] if done else -1
+
+
+def record_changes(run_dir: Path, cfg, changes: dict, after_step: int) -> None:
+    """Write the new config.yaml (atomically), append the change to resumes.jsonl, print it (stderr)."""
+    from coevo import __version__
+    from coevo.cli_common import console
+    from coevo.config import dump_config
+
+    run_dir = Path(run_dir)
+    tmp = run_dir / f".config.yaml.tmp-{os.getpid()}"
+    tmp.write_text(dump_config(cfg))
+    os.replace(tmp, run_dir / "config.yaml")
+    rec = {"at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "after_step": after_step, "coevo_version": __version__,
+           "changes": {k: {"from": a, "to": b} for k, (a, b) in changes.items()}}
+    with open(run_dir / RECORD, "a") as f:
+        f.write(json.dumps(rec) + "\n")
+    said = "; ".join(f"{k} {json.dumps(a)} -> {json.dumps(b)}" for k, (a, b) in changes.items())
+    console.print(f"resume after step {after_step}: {said} (recorded in {run_dir / RECORD} and config.yaml)",
+                  highlight=False, soft_wrap=True)
+
+
+def resume_with(run_dir: Path, overrides=(), quiet: bool = False, report: bool = True) -> Path:
+    """Continue ``run_dir`` from its last committed step, with the safe ``overrides`` applied and recorded."""
+    from coevo.runlock import writer_guard
+    from coevo.runner import _execute
+
+    run_dir = Path(run_dir)
+    cfg, changes = apply_resume_overrides(load_run_config(run_dir), list(overrides))
+
+    def on_resume(loop) -> None:  # after the state is loaded, before any step runs
+        last = check_plan(loop)
+        if changes:
+            record_changes(run_dir, cfg, changes, last)
+
+    with writer_guard(run_dir, RunError):
+        _execute(cfg, run_dir, fresh=not (run_dir / "ledger.duckdb").exists(), quiet=quiet, report=report,
+                 on_resume=on_resume)
+    return run_dir
