@@ -28,12 +28,12 @@ class WorldConfig(Strict):
     name: str = Field("arithmetic", description="a built-in world (coevo.worlds.WORLDS) or 'module:Class'")
     options: dict[str, Any] = Field(default_factory=dict, description="options of a world outside coevo")
     eval_per_level: int = Field(500, ge=1, description="held-out eval tasks per difficulty level (L1 has only 200 distinct)")
-    eval_seed: int = 12345
+    eval_seed: int = Field(12345, description="seed of the held-out eval set (the same set for every run seed)")
     frontier_band: Union[Literal["auto"], list[str]] = Field(
         "auto", description="levels reported as the frontier; auto = levels whose initial (round 0) accuracy "
                             "lies in [frontier_low, frontier_high]")
-    frontier_low: float = Field(0.2, ge=0, le=1)
-    frontier_high: float = Field(0.8, ge=0, le=1)
+    frontier_low: float = Field(0.2, ge=0, le=1, description="frontier_band=auto: lowest initial accuracy of a frontier level")
+    frontier_high: float = Field(0.8, ge=0, le=1, description="frontier_band=auto: highest initial accuracy of a frontier level")
     challenger_prompt_line: str = Field(
         "fewer than 30% of advanced high-school students could solve it",
         description="math world: R-Zero's difficulty line in the Challenger prompt")
@@ -56,17 +56,21 @@ class WorldConfig(Strict):
 
 
 class SamplingConfig(Strict):
-    temperature: float = Field(1.0, gt=0)
-    top_p: float = Field(1.0, gt=0, le=1)
-    max_new_tokens: int = Field(64, ge=1)
+    temperature: float = Field(1.0, gt=0, description="sampling temperature of training rollouts")
+    top_p: float = Field(1.0, gt=0, le=1, description="nucleus sampling mass (1 = off)")
+    max_new_tokens: int = Field(64, ge=1, description="tokens a rollout may generate")
 
 
 class LossSection(Strict):
-    clip_eps: float = Field(0.2, gt=0)
-    clip_eps_high: Optional[float] = Field(None, gt=0)
-    aggregation: Literal["grpo", "dr_grpo", "dapo", "bnpo"] = "grpo"
-    kl_coef: float = Field(0.0, ge=0)
-    advantage_scale: Literal["group", "batch", "none"] = "group"
+    clip_eps: float = Field(0.2, gt=0, description="PPO/GRPO ratio clip epsilon")
+    clip_eps_high: Optional[float] = Field(None, gt=0, description="upper clip (DAPO clip-higher); None = clip_eps")
+    aggregation: Literal["grpo", "dr_grpo", "dapo", "bnpo"] = Field(
+        "grpo", description="token-loss aggregation (TRL): grpo = mean per sequence, then over sequences; dr_grpo = "
+                            "sum / (B * L); dapo = sum / active tokens of the optimiser step; bnpo = sum / active "
+                            "tokens of the micro-batch")
+    kl_coef: float = Field(0.0, ge=0, description="k3 KL penalty to the starting (reference) policy; 0 = none, no reference kept")
+    advantage_scale: Literal["group", "batch", "none"] = Field(
+        "group", description="advantage = reward - group mean, divided by the group's SD, the batch's SD or nothing")
     max_completion_length: Optional[int] = Field(
         None, ge=1, description="dr_grpo: the fixed normaliser L in sum / (B * L) (Dr. GRPO, TRL "
                                 "max_completion_length); None = sampling.max_new_tokens")
@@ -75,7 +79,8 @@ class LossSection(Strict):
 
 
 class BackendConfig(Strict):
-    kind: Literal["tiny", "hf", "openai"] = "tiny"
+    kind: Literal["tiny", "hf", "openai"] = Field(
+        "tiny", description="tiny = shipped CPU transformers; hf = transformers; openai = OpenAI-compatible servers")
     roles: Literal["separate", "shared", "lora"] = Field(
         "separate", description="separate = two policies; shared = one policy for both roles (R-Zero 'Single'); "
                                 "lora = two adapters on one base (hf)")
@@ -84,11 +89,11 @@ class BackendConfig(Strict):
     lr: dict[str, float] = Field(default_factory=dict, description="role -> learning rate (overrides the role's "
                                                                    "default field, lr_solver or lr_challenger)")
     solver_checkpoint: Optional[str] = Field(None, description="tiny: path; None = shipped pretrained asset")
-    challenger_checkpoint: Optional[str] = None
-    synthesizer_checkpoint: Optional[str] = None
-    lr_solver: float = Field(1e-4, gt=0)
-    lr_challenger: float = Field(1e-4, gt=0)
-    grad_clip: float = Field(1.0, gt=0)
+    challenger_checkpoint: Optional[str] = Field(None, description="tiny: path; None = shipped pretrained asset")
+    synthesizer_checkpoint: Optional[str] = Field(None, description="tiny: path; None = shipped pretrained asset")
+    lr_solver: float = Field(1e-4, gt=0, description="learning rate of the solver-side roles")
+    lr_challenger: float = Field(1e-4, gt=0, description="learning rate of the proposer-side roles")
+    grad_clip: float = Field(1.0, gt=0, description="gradient-norm clip of every update")
     threads: int = Field(2, ge=1, description="torch CPU threads")
     options: dict[str, Any] = Field(default_factory=dict, description="backend-specific (hf model id, urls, ...)")
 
@@ -105,13 +110,13 @@ class BackendConfig(Strict):
 
 
 class EvalConfig(Strict):
-    greedy: bool = True
+    greedy: bool = Field(True, description="held-out eval with greedy answers (accuracy in the round table)")
     samples: int = Field(0, ge=0, description="also report mean@k at the sampling temperature when > 0")
 
 
 class VerifyConfig(Strict):
     workers: int = Field(2, ge=0, description="verifier pool processes (0 = in-process)")
-    timeout_s: float = Field(5.0, gt=0)
+    timeout_s: float = Field(5.0, gt=0, description="seconds per answer check before it abstains (pool only)")
     kind: Optional[str] = Field(None, description="verifier kind of answer checks (coevo.verify KINDS); "
                                                   "None = the world's default")
     options: dict[str, Any] = Field(default_factory=dict, description="options of that verifier kind")
@@ -157,7 +162,7 @@ class TrackingConfig(Strict):
     the ledger stays the record: a tracker that fails prints one warning and the run goes on."""
     tensorboard: bool = Field(True, description="TensorBoard event files in RUN/tensorboard/ (tensorboardX)")
     wandb: bool = Field(False, description="W&B, offline only (WANDB_MODE=offline), files under RUN/wandb/")
-    wandb_project: str = Field("coevo", min_length=1)
+    wandb_project: str = Field("coevo", min_length=1, description="W&B project name")
     audit_instruments: bool = Field(True, description="also the audit's per-step instruments (audit/...)")
 
 
@@ -184,10 +189,10 @@ class ExecutorConfig(Strict):
 
 class JudgeEndpoint(Strict):
     base_url: str = Field(..., min_length=1, description="OpenAI-compatible /v1 root")
-    model: str = Field(..., min_length=1)
+    model: str = Field(..., min_length=1, description="model name the endpoint serves")
     api_key_env: str = Field("OPENAI_API_KEY", description="the environment variable holding the key (never the key)")
-    timeout_s: float = Field(30.0, gt=0)
-    retries: int = Field(3, ge=0)
+    timeout_s: float = Field(30.0, gt=0, description="seconds per request")
+    retries: int = Field(3, ge=0, description="retries of a failed request")
 
 
 class TruthConfig(Strict):
@@ -210,13 +215,13 @@ class RunConfig(Strict):
     (``cfg.rzero`` is an ``RZeroConfig``); an unknown key anywhere is an error naming its path."""
 
     recipe: str = Field(DEFAULT_RECIPE, description="a built-in recipe (coevo.core.registry.BUILTIN) or a module path")
-    preset: str = "cpu"
+    preset: str = Field("cpu", description="the preset this config came from (set by --preset)")
     intended_backends: Optional[list[Literal["tiny", "hf", "openai"]]] = Field(
         None, min_length=1, description="the backend kinds this preset is sized for; `coevo run` refuses "
                                         "another backend.kind unless --force (None = any)")
-    note: str = ""
-    seed: int = 0
-    out_root: str = "runs"
+    note: str = Field("", description="free text kept with the run (a budget adds its overrides here)")
+    seed: int = Field(0, description="run seed: every RNG stream of the run derives from it (--seed N)")
+    out_root: str = Field("runs", description="where default run directories go (<recipe>-<timestamp>)")
     world: WorldConfig = Field(default_factory=WorldConfig)
     backend: BackendConfig = Field(default_factory=BackendConfig)
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
