@@ -42,45 +42,55 @@ def run(
     preset: Optional[str] = typer.Option(None, "--preset", "-p", help="Preset name (cpu, paper, smollm2-cpu, drzero, "
                                          "...) or a YAML file; default: the preset named after --recipe, else cpu."),
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config merged over the preset."),
-    set_: List[str] = typer.Option([], "--set", "-s", help="Override, key=value (dotted keys), repeatable."),
+    set_: List[str] = typer.Option([], "--set", "-s", help="Override, key=value (dotted keys), repeatable; "
+                                   "`coevo config keys` lists them. With --resume only the keys that may change."),
     recipe: Optional[str] = typer.Option(None, "--recipe", help=f"{' | '.join(BUILTIN)} | a module path defining "
                                                                 "RECIPES (shortcut for --set recipe=...)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Run seed (shortcut for --set seed=N)."),
+    budget: Optional[str] = typer.Option(None, "--budget", help="Run budget, a named set of overrides "
+                                         "(coevo/presets/budgets/NAME.yaml) applied before --set: smoke = every "
+                                         "phase in seconds, for trying things."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<recipe>-<timestamp>)."),
-    resume: Optional[Path] = typer.Option(None, "--resume", help="Continue a run directory from its last completed step."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Continue a run directory from its last completed "
+                                          "step; --set may change only its rounds, tracking.* and note (recorded)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no table; still the run directory."),
     force: bool = typer.Option(False, "--force", help="Run a preset on a backend it is not meant for."),
     executor: Optional[str] = typer.Option(None, "--executor", help="local | ray (shortcut for --set executor.kind=...)."),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address, host:port (executor.address)."),
     no_report: bool = typer.Option(False, "--no-report", help="Skip report.html (`coevo report RUN` writes it later); "
                                    "experiments' runs use it."),
 ):
-    """Co-evolve a proposer and a solver; writes a run directory with ledger, checkpoints, summary and report."""
-    from coevo.config import ConfigError, check_intended_backend, load_config
+    """Co-evolve a proposer and a solver; writes a run directory with ledger, checkpoints, summary and report.
+
+    Progress goes to stderr; the round table and the run directory's line to stdout."""
+    from coevo.cli_common import process_wall
+    from coevo.config import ConfigError, check_intended_backend
     from coevo.core.errors import CannotRun
-    from coevo.runner import run_from_config, resume_run
+    from coevo.knobs import KnobError, resolve_run_config, shortcut_overrides
+    from coevo.runner import resume_run, run_from_config
 
     try:
         if resume is not None:
+            given = [f for f, v in (("--preset", preset), ("--config", config), ("--recipe", recipe),
+                                    ("--budget", budget), ("--out", out), ("--executor", executor),
+                                    ("--address", address)) if v is not None]
+            if given:
+                raise UserError(f"{given[0]} cannot change a run being resumed (--resume continues it with its own "
+                                f"config; --set may change its rounds, tracking.* and note)")
             if not resume.is_dir():
                 raise UserError(f"run directory not found: {resume}")
-            resume_run(resume, quiet=quiet, report=not no_report)
-            return
-        overrides = list(set_)
-        if recipe:
-            overrides.append(f"recipe={recipe}")
-        if executor:
-            overrides.append(f"executor.kind={executor}")
-        if address:
-            overrides.append(f"executor.address={address!r}")
-        if preset is None:  # --recipe X alone: the preset named X when there is one (drzero, crossfit, ...)
-            from coevo.config import preset_files
-            preset = recipe if recipe and recipe in preset_files() else "cpu"
-        cfg = load_config(preset, config, overrides)
-        if not force:
-            check_intended_backend(cfg)
-        run_from_config(cfg, out, quiet=quiet, report=not no_report)
-    except (UserError, ConfigError, CannotRun) as e:  # RunError is a CannotRun
+            run_dir = resume_run(resume, quiet=quiet, report=not no_report,
+                                 overrides=shortcut_overrides(set_, seed=seed))
+        else:
+            overrides = shortcut_overrides(set_, recipe=recipe, executor=executor, address=address, seed=seed)
+            cfg = resolve_run_config(preset, config, overrides, recipe, budget)
+            if not force:
+                check_intended_backend(cfg)
+            run_dir = run_from_config(cfg, out, quiet=quiet, report=not no_report)
+    except (UserError, ConfigError, CannotRun, KnobError) as e:  # RunError is a CannotRun
         fail(str(e))
+    files = [n for n in ("report.html", "summary.json", "ledger.duckdb") if (run_dir / n).exists()]
+    typer.echo(f"run directory: {run_dir}  ({process_wall():.1f} s wall; {', '.join(files)})")
 
 
 @app.command()

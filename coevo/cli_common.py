@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Callable, Optional
 
 import typer
 from rich.console import Console
 
 console = Console(stderr=True)
+_IMPORTED_AT = time.time()
 
 
 class UserError(Exception):
@@ -28,6 +30,19 @@ def fail(msg: str) -> None:
 
 def emit_json(obj) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, default=float) + "\n")
+
+
+def process_wall() -> float:
+    """Seconds since this process started (imports included: what a user waits); Linux /proc, else since import."""
+    import os
+
+    try:
+        with open("/proc/self/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            return float(f.read().split()[0]) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return time.time() - _IMPORTED_AT
 
 
 API_KEY_ENV_HELP = "With --server: the environment variable holding the servers' bearer token (never the key)."

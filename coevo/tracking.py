@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 import os
 import struct
+import sys
 import time
 from pathlib import Path
 
@@ -186,7 +187,7 @@ class Tracker:
             self.writers["audit"] = audit
 
     def _drop(self, name: str, e: BaseException) -> None:
-        print(f"warning: tracking ({name}) stopped, the ledger keeps every number: {e!r}")
+        print(f"warning: tracking ({name}) stopped, the ledger keeps every number: {e!r}", file=sys.stderr)
         w = self.writers.pop(name)
         try:
             w.close()
@@ -219,7 +220,7 @@ class Tracker:
             try:
                 w.close()
             except Exception as e:  # noqa: BLE001
-                print(f"warning: tracking ({name}) not closed cleanly: {e!r}")
+                print(f"warning: tracking ({name}) not closed cleanly: {e!r}", file=sys.stderr)
         self.writers = {}
 
 
@@ -228,7 +229,7 @@ def _start(name: str, make):
         return make()
     except Exception as e:  # noqa: BLE001 (ImportError, OSError, a corrupt file...)
         hint = f" (pip install {'wandb' if name == 'wandb' else 'tensorboardX'})" if isinstance(e, ImportError) else ""
-        print(f"warning: tracking ({name}) off, the ledger keeps every number: {e!r}{hint}")
+        print(f"warning: tracking ({name}) off, the ledger keeps every number: {e!r}{hint}", file=sys.stderr)
         return None
 
 

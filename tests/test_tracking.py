@@ -138,14 +138,14 @@ def test_failing_tracker_warns_once_and_never_raises(tmp_path, capsys, monkeypat
     assert tr.writers == {}
     tr.sync(led, "r1")
     tr.close()
-    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln]
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln]
     assert len(lines) == 1 and lines[0].startswith("warning: tracking (tensorboard) off")
     # a writer that fails mid-run: one warning, then silence
     bad = types.SimpleNamespace(done=-1, log=lambda items: 1 / 0, close=lambda: None)
     tr = Tracker(tmp_path, {"tensorboard": bad})
     tr.sync(led, "r1")
     tr.sync(led, "r1")
-    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln]
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln]
     assert len(lines) == 1 and "ZeroDivisionError" in lines[0] and tr.writers == {}
     # a missing package
     for mod in ("tensorboardX", "tensorboardX.event_file_writer", "tensorboardX.proto.event_pb2"):
@@ -154,7 +154,7 @@ def test_failing_tracker_warns_once_and_never_raises(tmp_path, capsys, monkeypat
     tr = open_tracker(cfg, tmp_path, led, "r1")
     led.close()
     assert tr.writers == {}
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert out.count("\n") == 1 and "ModuleNotFoundError" in out and "pip install tensorboardX" in out
 
 
@@ -194,5 +194,5 @@ def test_wandb_offline_only(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "wandb", None)
     open_tracker(cfg, tmp_path, led, "r1").close()
     led.close()
-    out = [ln for ln in capsys.readouterr().out.splitlines() if ln]
+    out = [ln for ln in capsys.readouterr().err.splitlines() if ln]
     assert len(out) == 1 and out[0].startswith("warning: tracking (wandb) off")

@@ -49,13 +49,12 @@ def _pct(x, unit: str) -> str:
 
 
 def print_predictions(preds: List[dict], console=None) -> None:
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    c = console or Console()
-    if console is None and not c.is_terminal:
-        c = Console(width=160)
+    from coevo.termwidth import out_console
+
+    c = console or out_console()
     t = Table(title="predictions on the runs given (each audited recipe's design proposal)")
     for col in ("P", "claim", "measured [95% interval]", "n", "verdict", "lines, and why / why not evaluable"):
         t.add_column(col, overflow="fold")

@@ -45,13 +45,12 @@ def rows_for(run: dict) -> tuple[List[List[str]], List[str]]:
 
 
 def print_audit(result: dict) -> None:
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    c = Console()
-    if not c.is_terminal:
-        c = Console(width=160)
+    from coevo.termwidth import out_console
+
+    c = out_console()  # the terminal's width, COLUMNS, else 160 (a pipe)
     for run in result["runs"]:
         t = Table(title=f"audit · {run['recipe']} · arm {run['arm']} · seed {run['seed']} · {run['run_dir']}")
         for col, j in (("instrument", "left"), ("value", "right"), ("SE", "right"), ("95% interval", "right"),

@@ -108,13 +108,14 @@ class Loop:
     def run(self, steps=None, on_step=None) -> list[tuple]:
         """Run ``steps`` (default: every planned step not yet committed); ``on_step(spec, metrics)``
         after each commit.  Returns [(spec, metrics)] of the steps run."""
+        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         todo = self.todo() if steps is None else list(steps)
         done: list[tuple] = []
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), TextColumn("{task.fields[info]}"), disable=self.quiet,
-                      transient=False) as bar:
+                      transient=False, console=Console(stderr=True)) as bar:  # progress on stderr, results on stdout
             task = bar.add_task("coevo", total=len(self.plan), completed=len(self.plan) - len(todo), info="")
             for spec in todo:
                 bar.update(task, description=f"round {spec.round} {spec.phase} {spec.phase_step + 1}")

@@ -97,30 +97,50 @@ def column_names(recipe: str | None) -> dict[str, tuple[str, str]]:
         return {}
 
 
+def _round_rows(summary: dict, cols: list) -> list[list[str]]:
+    fmt = lambda x: "-" if metric_value(x) is None else f"{metric_value(x):.3f}"  # noqa: E731 (a dict: its value)
+    diffs = list(summary["eval_n_by_difficulty"])
+    init = summary["initial_solver_eval_accuracy"] or {"overall": None, "by_difficulty": {}}
+    rows = [["0", fmt(init["overall"]), *[fmt(init["by_difficulty"].get(d)) for d in diffs], *["-"] * len(cols), "-"]]
+    for r in summary["rounds"]:
+        acc = r["solver_eval_accuracy"] or {"overall": None, "by_difficulty": {}}
+        rows.append([str(r["round"]), fmt(acc["overall"]), *[fmt(acc["by_difficulty"].get(d)) for d in diffs],
+                     *[fmt(r.get(c)) for c in cols], str(r["n_rollouts"])])
+    return rows
+
+
 def print_round_table(summary: dict, run_dir: Path) -> None:
-    from rich.console import Console
+    """The per-round table on stdout, as wide as the terminal (coevo.termwidth): one table, or, where it would
+    not fit, accuracy by level and the recipe's columns as two tables."""
     from rich.table import Table
+
+    from coevo.termwidth import fits, out_console
 
     names = column_names(summary.get("recipe"))
     cols = summary.get("summary_columns") or list(names)
     caption = "accuracy = oracle, greedy, held-out set" + "".join(
         f"; {names[c][0]} = {names[c][1]}" for c in cols if c in names)
-    t = Table(title=f"coevo {summary['recipe']} · {run_dir}", caption=caption)
-    diffs = list(summary["eval_n_by_difficulty"])
-    for col in ["round", "acc", *diffs, *[names.get(c, (c,))[0] for c in cols], "rollouts"]:
-        t.add_column(col, justify="right", no_wrap=True)
-    fmt = lambda x: "-" if metric_value(x) is None else f"{metric_value(x):.3f}"  # noqa: E731 (a dict: its value)
-    init = summary["initial_solver_eval_accuracy"] or {"overall": None, "by_difficulty": {}}
-    t.add_row("0", fmt(init["overall"]), *[fmt(init["by_difficulty"].get(d)) for d in diffs],
-              *["-"] * len(cols), "-")
-    for r in summary["rounds"]:
-        acc = r["solver_eval_accuracy"] or {"overall": None, "by_difficulty": {}}
-        t.add_row(str(r["round"]), fmt(acc["overall"]), *[fmt(acc["by_difficulty"].get(d)) for d in diffs],
-                  *[fmt(r.get(c)) for c in cols], str(r["n_rollouts"]))
-    c = Console(width=max(Console().width, 110, 12 * (len(diffs) + len(cols) + 3)))
-    c.print(t)
+    heads = ["round", "acc", *summary["eval_n_by_difficulty"], *[names.get(c, (c,))[0] for c in cols], "rollouts"]
+    rows = _round_rows(summary, cols)
+
+    def table(title, keep, cap=None):
+        t = Table(title=title, caption=cap)
+        for i in keep:
+            t.add_column(heads[i], justify="right", no_wrap=True)
+        for r in rows:
+            t.add_row(*[r[i] for i in keep])
+        return t
+
+    c = out_console()
+    title = f"coevo {summary['recipe']} · {run_dir}"
+    whole = table(title, range(len(heads)), caption)
+    if fits(c, whole):
+        c.print(whole)
+    else:
+        n_acc = 2 + len(summary["eval_n_by_difficulty"])
+        c.print(table(f"{title} · accuracy", range(n_acc)))
+        c.print(table(f"{title} · training", [0, *range(n_acc, len(heads))], caption))
     f = summary.get("frontier")
     if f:
         c.print(f"frontier band {','.join(f['band'])} (n={f['n']}): {f['initial']:.3f} -> {f['final']:.3f} "
                 f"(gain {f['gain']:+.3f} = {f['gain_in_se'] or 0:.1f} x binomial SE {f['initial_se']:.3f})")
-    c.print(f"run directory: {run_dir}  (report.html, summary.json, ledger.duckdb)")
