@@ -168,22 +168,58 @@ def test_rgbc_controls(monkeypatch):
     assert results[0]["P6"]["verdict"] == "refuted"  # a range wholly under the 0.5-point failure line
 
 
+def test_rgbc_instrument_control_separates_only_what_separates(monkeypatch):
+    """The control arms (known unimodal / bimodal pass-rate laws): P1 separates when it is supported on the
+    bimodal law and refuted on the unimodal one; P2 with the same verdict on both does not (an artifact)."""
+    import coevo.recipes.rgbc.predictions as rp
+    from coevo.recipes.rgbc.control import LAW_ARMS, control_table
+
+    exp = load_experiment("rgbc-arms")
+    assert set(LAW_ARMS) <= {a.name for a in exp.arms} and not any(set(c.arms) & set(LAW_ARMS) for c in exp.claims)
+    verdict = {("P1", "unimodal"): ("refuted", 0.84), ("P1", "bimodal"): ("supported", 0.22),
+               ("P2", "unimodal"): ("supported", 0.001), ("P2", "bimodal"): ("supported", 0.001)}
+
+    def scripted(dirs, only=()):
+        law = LAW_ARMS[_key(dirs[0])[0]]
+        return [{"id": p, "status": "evaluated", "value": verdict[(p, law)][1], "ci_low": 0.0, "ci_high": 1.0,
+                 "n": 3, "verdict": verdict[(p, law)][0], "extra": {}} for p in only]
+    monkeypatch.setattr(rp, "evaluate_predictions", scripted)
+    runs = Runs({(a, s): {} for a in LAW_ARMS for s in range(3)},
+                {(a, s): Path(f"/scripted/{a}-s{s}") for a in LAW_ARMS for s in range(3)})
+    rows = {(r[0], r[1]): r for r in control_table(runs)["rows"]}
+    assert rows[("P1", "unimodal")][-1] == rows[("P1", "bimodal")][-1] == "yes"
+    assert rows[("P2", "unimodal")][-1].startswith("no: it does not measure the distribution")
+    assert float(rows[("P1", "unimodal")][2]) == pytest.approx(0.839, abs=1e-3)  # the law's true kappa-bar
+
+
 # ---------------------------------------------------------------------- CASA's arms
-def casa_grid(effect: bool, seeds: int = 3) -> tuple:
+CASA_WORLDS = {"q": ("A", "B", "C", "Cp"), "n": ("A", "B", "C"), "rev": ("A", "B", "C")}
+
+
+def casa_grid(effect: bool, seeds: int = 20, secondary: int = 6) -> tuple:
+    """The consequential world (q), the phi-matched null (n) and the reversed world (rev).  Positive: every
+    effect where the claims look (q's held-out gains, reversals, C's lower weight; A's bias above the null in q
+    and below it in rev; C's licences rejected less in q and more in rev than in n).  Negative: the null world
+    carries q's effects and rev repeats the null, so a claim that reads the wrong world or arm comes out
+    supported here."""
     rng, out, cons = np.random.default_rng(15), {}, {}
-    for w, arm, s in itertools.product("qn", ("A", "B", "C", "Cp"), range(seeds)):
-        if w == "n" and arm == "Cp":
-            continue
-        e = float(rng.normal(0, 0.002))
-        good = (w == "q") if effect else (w == "n")  # negative: the null world carries every effect
-        acc = 0.40 + e + (0.08 if good and arm in ("B", "C") else 0.0)
-        out[(f"{w}-{arm}", s)] = {"rounds": [{"solver_eval_accuracy": {"overall": acc, "by_difficulty": {"cm-mm": acc}}}]}
-        rt = (9 + s) if good else 2 + (s % 2)  # decided reversals the oracle orders as r~ (of 10)
-        rejected = (300 + 5 * s + 11 * (s % 2)) if good else (700 + 5 * s + 7 * (s % 2))
-        w_lic = 0.85 - (0.10 if good and arm in ("C", "Cp") else 0.0) + e
-        cons[(f"{w}-{arm}", s)] = {"bias_r": 0.005, "bias_r_tilde": -0.03, "phi_p95": 0.5, "w_licensed_mean": w_lic,
-                                   "reversals": {"r_tilde": rt, "r": 10 - rt, "tie": 3, "exact": 13},
-                                   "gates": {"abstention": {"rejected": rejected, "rechecked": 1000}}}
+    for w, s in itertools.product(CASA_WORLDS, range(seeds)):
+        for arm in CASA_WORLDS[w]:
+            if arm not in ("A", "C") and s >= secondary:
+                continue
+            e = float(rng.normal(0, 0.002))
+            good = (w == "q") if effect else (w == "n")  # negative: the null world carries every effect
+            acc = 0.40 + e + (0.08 if good and arm in ("B", "C") else 0.0)
+            out[(f"{w}-{arm}", s)] = {"rounds": [{"solver_eval_accuracy": {"overall": acc,
+                                                                            "by_difficulty": {"cm-mm": acc}}}]}
+            rt = (9 + s % 2) if good else 2 + (s % 2)  # decided reversals the oracle orders as r~ (of 10)
+            rej = {"q": 0.30, "n": 0.70, "rev": 0.90} if effect else {"q": 0.90, "n": 0.70, "rev": 0.70}
+            bias = {"q": 0.02, "n": 0.0, "rev": -0.02} if effect else {"q": 0.0, "n": 0.02, "rev": 0.02}
+            w_lic = 0.85 - (0.10 if good and arm in ("C", "Cp") else 0.0) + e
+            cons[(f"{w}-{arm}", s)] = {
+                "bias_r": bias[w] + e, "bias_r_tilde": -0.03, "phi_p95": 0.5, "w_licensed_mean": w_lic,
+                "rows": 960, "r_undefined": 20, "reversals": {"r_tilde": rt, "r": 10 - rt, "tie": 3, "exact": 13},
+                "gates": {"abstention": {"rejected": int(1000 * rej[w]) + int(rng.integers(-8, 9)), "rechecked": 1000}}}
     return out, cons
 
 
@@ -191,16 +227,22 @@ def test_casa_controls(monkeypatch):
     import coevo.recipes.vgopd.experiments as vg
 
     exp = load_experiment("casa-arms")
-    assert claims_tested(exp)[0] == "q-n:recheck-rejected-C" and "q:heldout-C-A" in claims_tested(exp)
+    assert claims_tested(exp) == ["q-n:reward-bias-A", "rev-n:reward-bias-A", "q-n:recheck-rejected-C",
+                                  "rev-n:recheck-rejected-C", "q:reversals-oracle-A", "q:CASA-P3", "q:heldout-B-A",
+                                  "q:heldout-C-A", "q:CASA-P3-precision"]
     results = []
     for effect in (False, True):
         summaries, cons = casa_grid(effect)
         monkeypatch.setattr(vg, "run_consequences", lambda d, c=cons: c[_key(d)])
         results.append(verdicts(exp, summaries))
     check(exp, *results)
-    by = results[1]
-    assert {by[n]["verdict"] for n in ("q:CASA-P1", "n:CASA-P1", "q:reward-bias-A", "q-n:reward-bias-A")} == \
+    neg, pos = results
+    assert {pos[n]["verdict"] for n in ("q:CASA-P1", "n:CASA-P1", "q:reward-bias-A", "q:reward-bias-B")} == \
         {"by construction"}
+    assert pos["n:heldout-C-A"]["role"] == pos["q-n:heldout-C-A"]["role"] == "measurement"
+    # the artifact marker of the primary: the null world's C - A as large as the consequential world's
+    assert neg["q-n:heldout-C-A"]["estimate"] < 0 < pos["q-n:heldout-C-A"]["estimate"]
+    assert pos["q:r-undefined-A"]["estimate"] == pytest.approx(20 / 960)
 
 
 # ---------------------------------------------------------------------- the identities behind "by construction"
@@ -210,28 +252,34 @@ def _axes(total_setup: bool = True) -> dict:
             "final": [2.0]}
 
 
-def _expected_bias(weights, truth, u_fail: float, u_pass: float) -> float:
+def _expected_bias(weights, truth, u_fail: float, u_pass: float, impute=None) -> float:
     """E[r - oracle] over the abstention patterns (criterion j abstains with u_fail if truly failed, u_pass if
-    passed; independent), an undefined r (every positive criterion abstained) imputed as 0 as the ledger does."""
+    passed; independent): over the patterns where r is defined (the instrument), or with an undefined r
+    (every positive criterion abstained) imputed as ``impute`` (what the ledger's training reward does)."""
     from coevo.rewards.formulas import criteria_scores
 
     w = np.asarray(weights)
     oracle = float(np.clip(np.dot(w, truth) / w.sum(), 0, 1))
-    out = 0.0
+    tot = mass = 0.0
     for mask in itertools.product((0, 1), repeat=len(w)):
         prob = np.prod([(u_fail if t == 0 else u_pass) if m else 1 - (u_fail if t == 0 else u_pass)
                         for m, t in zip(mask, truth)])
-        sc = criteria_scores(w, [None if m else t for m, t in zip(mask, truth)])
-        r = sc["r"] if np.isfinite(sc["r"]) else 0.0
-        out += prob * (r - oracle)
-    return out
+        r = criteria_scores(w, [None if m else t for m, t in zip(mask, truth)])["r"]
+        if not np.isfinite(r):
+            if impute is None:
+                continue
+            r = impute
+        tot, mass = tot + prob * (r - oracle), mass + prob
+    return tot / mass
 
 
 def test_casa_reward_bias_identities():
-    """A's r drops an abstained criterion from numerator and denominator: when failed criteria abstain far more
-    often (60 %) than passed ones (5 %), E[r - oracle] > 0 on every axis and truth pattern that has a failed and
-    a passed criterion; with abstention independent of the answer it is 0 on the equal-weight axes but for the
-    imputed undefined r (a downward bias, the null world's -1.4 points). B's r~ never exceeds the oracle."""
+    """A's r drops an abstained criterion from numerator and denominator.  Where r is defined: when failed criteria
+    abstain far more often (60 %) than passed ones (5 %), E[r - oracle] > 0 on every axis and truth pattern that
+    has a failed and a passed criterion; in the mirror (60 % of passed, 5 % of failed) it is < 0; with abstention
+    independent of the answer it is exactly 0 on the equal-weight axes.  Imputing the undefined r as 0 instead
+    moves the independent case by -P(undefined) x oracle: the one-criterion axis at 20 % abstention by -20 % of
+    its oracle score (the null world's -1.4 points of issue 30).  B's r~ never exceeds the oracle."""
     from coevo.rewards.formulas import criteria_scores
 
     for axis, w in _axes().items():
@@ -239,13 +287,15 @@ def test_casa_reward_bias_identities():
             mixed = 0 < sum(truth) < len(w)
             if mixed:
                 assert _expected_bias(w, truth, 0.6, 0.05) > 0, (axis, truth)
-            if len(set(w)) == 1:  # equal weights: E[r | defined] = oracle; only the imputation moves it
-                undefined = np.prod([0.2 for _ in w])
-                oracle = float(np.dot(w, truth) / sum(w))
-                assert _expected_bias(w, truth, 0.2, 0.2) == pytest.approx(-undefined * oracle), (axis, truth)
+                assert _expected_bias(w, truth, 0.05, 0.6) < 0, (axis, truth)
+            oracle = float(np.dot(w, truth) / sum(w))
+            if len(set(w)) == 1:  # equal weights: E[r | defined] = oracle; only an imputation moves it
+                assert _expected_bias(w, truth, 0.2, 0.2) == pytest.approx(0.0, abs=1e-12), (axis, truth)
+                undefined = 0.2 ** len(w)
+                assert _expected_bias(w, truth, 0.2, 0.2, impute=0.0) == pytest.approx(-undefined * oracle)
             for mask in itertools.product((0, 1), repeat=len(w)):
                 sc = criteria_scores(w, [None if m else t for m, t in zip(mask, truth)])
-                assert sc["r_tilde"] <= float(np.dot(w, truth) / sum(w)) + 1e-12  # r~ <= oracle, always
+                assert sc["r_tilde"] <= oracle + 1e-12  # r~ <= oracle, always
 
 
 def test_casa_p1_is_fixed_by_the_world():

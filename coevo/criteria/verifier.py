@@ -23,6 +23,12 @@ verifier serves every prompt's criterion of the same (kind, locate).  ``check``:
    ``proxy`` criterion — the one the oracle uses; ``llm_judge`` calls the real
    ``LLMJudge`` (``options``: base_url, model, api_key_env, ...) with the rubric.
 
+Two channels serve as controls (``coevo experiment casa-arms``; docs/criteria.md "Abstention
+controls"): ``phi_patterns`` (before the timeout channel) draws, once per (prompt, group of
+criteria, answer), which subset of the group abstains (``abstain-drawn``), from fixed
+probabilities and whatever the answer says; ``verdict_rates`` (after the check) abstains
+(``abstain-by-verdict``) at a rate set per criterion and per the check's own verdict 1 / 0.
+
 Simulated abstentions carry ``detail["simulated"] = True`` and the channel; all rates 0
 and no length budget is the null check: no simulated abstention at all.
 """
@@ -55,8 +61,13 @@ class Channels:
     timeout_power: float = 1.0  # timeout hazard rate * (len / ref_len) ** power; 0: independent of length
     unparsable_format: Optional[str] = None  # regex on the located part: that output format ...
     unparsable_format_rate: float = 0.0  # ... abstains unparsable at this rate (parsing kinds)
+    # the controls of coevo experiment casa-arms (docs/criteria.md "Abstention controls"); defaults: off
+    phi_patterns: Any = None  # {group: {"id1+id2": p, ...}}: abstention patterns drawn independently of the answer
+    verdict_rates: Any = None  # {criterion id: [rate if the check says 1, rate if it says 0]}
 
     def __post_init__(self):
+        object.__setattr__(self, "phi_patterns", _patterns(self.phi_patterns))
+        object.__setattr__(self, "verdict_rates", _verdict_rates(self.verdict_rates))
         if self.judge_unknown_wrong_rate is not None and not 0.0 <= self.judge_unknown_wrong_rate <= 1.0:
             raise ValueError(f"judge_unknown_wrong_rate must be in [0, 1], got {self.judge_unknown_wrong_rate}")
         if self.timeout_power < 0:
@@ -80,13 +91,67 @@ class Channels:
             base += f"-tp{self.timeout_power:g}"
         if self.unparsable_format is not None:
             base += f"-uf{self.unparsable_format_rate:g}:{hashlib.sha1(self.unparsable_format.encode()).hexdigest()[:8]}"
+        for name, v in (("pp", self.phi_patterns), ("vr", self.verdict_rates)):
+            if v is not None:
+                base += f"-{name}:{hashlib.sha1(json.dumps(v).encode()).hexdigest()[:8]}"
         return base
+
+    def pattern_abstains(self, criterion_id: str, key: str, text: str) -> bool:
+        """``phi_patterns``: one draw per (prompt, group, answer) picks the group's abstention pattern
+        (a set of criterion ids, or none), whatever the answer says; True when it holds ``criterion_id``."""
+        for group, patterns in self.phi_patterns or ():
+            if not any(criterion_id in ids for ids, _ in patterns):
+                continue
+            u, cum = hash01(self.seed, "pattern", key, group, text), 0.0
+            for ids, p in patterns:
+                cum += p
+                if u < cum:
+                    return criterion_id in ids
+            return False
+        return False
+
+    def verdict_rate(self, criterion_id: str, value) -> float:
+        """``verdict_rates``: the abstention rate of ``criterion_id`` given the check's own verdict (1 / 0)."""
+        for cid, r1, r0 in self.verdict_rates or ():
+            if cid == criterion_id and value in (0, 1):
+                return r1 if value == 1 else r0
+        return 0.0
 
     def timeout_hazard(self, length: int, ref_len: int) -> float:
         """Probability that a check of an answer of ``length`` characters times out (below the budget)."""
         if self.timeout_power == 1.0:  # the original expression, bit for bit (pinned runs)
             return min(1.0, self.timeout_rate * length / ref_len)
         return min(1.0, self.timeout_rate * (length / ref_len) ** self.timeout_power)
+
+
+def _patterns(v) -> Optional[tuple]:
+    """``{group: {"id1+id2": p}}`` as a sorted tuple ``((group, (((ids), p), ...)), ...)``; each id in one
+    group, probabilities >= 0 summing to <= 1 per group (the rest: no abstention)."""
+    if v is None:
+        return None
+    items = v.items() if isinstance(v, dict) else v
+    out, seen = [], set()
+    for group, pats in sorted((str(g), p) for g, p in items):
+        pats = pats.items() if isinstance(pats, dict) else pats
+        norm = tuple(sorted((tuple(sorted(str(ids).split("+") if isinstance(ids, str) else map(str, ids))), float(p))
+                            for ids, p in pats))
+        ids = {i for x, _ in norm for i in x}
+        if ids & seen or any(p < 0 for _, p in norm) or sum(p for _, p in norm) > 1 + 1e-9:
+            raise ValueError(f"phi_patterns[{group}]: each criterion in one group, rates >= 0 summing to <= 1")
+        seen |= ids
+        out.append((group, norm))
+    return tuple(out)
+
+
+def _verdict_rates(v) -> Optional[tuple]:
+    """``{criterion id: [rate if 1, rate if 0]}`` as a sorted tuple ``((id, r1, r0), ...)``, rates in [0, 1]."""
+    if v is None:
+        return None
+    items = v.items() if isinstance(v, dict) else ((x[0], x[1:]) for x in v)
+    out = tuple(sorted((str(c), float(r[0]), float(r[1])) for c, r in items))
+    if any(not (0 <= r <= 1) for _, *rs in out for r in rs):
+        raise ValueError(f"verdict_rates must lie in [0, 1], got {v}")
+    return out
 
 
 def hash01(*parts: Any) -> float:
@@ -183,8 +248,18 @@ class CriterionVerifier(Verifier):
         ref_len = ref.get("ref_len") or max(len(text), 1)
         if ch.length_budget is not None and len(text) > ch.length_budget:
             return _sim("timeout", "length-budget", length=len(text), budget=ch.length_budget)
+        if ch.phi_patterns is not None and ch.pattern_abstains(ref["id"], ref.get("key", ""), text):
+            return _sim("abstain-drawn", "phi-pattern")
         if ch.timeout_rate > 0 and hash01(ch.seed, "timeout", *salt, text) < ch.timeout_hazard(len(text), ref_len):
             return _sim("timeout", "time-budget", length=len(text), ref_len=ref_len)
+        v = self._verdict(text, ref, spec, salt)
+        if ch.verdict_rates is not None and hash01(ch.seed, "verdict", *salt, text) < ch.verdict_rate(ref["id"], v.value):
+            return _sim("abstain-by-verdict", "verdict-rate", verdict=v.value)
+        return v
+
+    def _verdict(self, text: str, ref: dict, spec: dict, salt: tuple) -> Verdict:
+        """The located part's verdict after the timeout channel: missing part, unparsable channels, the check."""
+        ch = self.channels
         part = locate(text, self.locate)
         if part is None or part == "":
             if self.kind in PARSING_KINDS and part == "":

@@ -29,8 +29,10 @@ Answer-dependent channels (off by default; docs/criteria.md "Abstention with con
 ``judge_unknown_wrong_rate`` (the simulated judge's unknown rate where the method is wrong),
 ``timeout_power`` (hazard ``timeout_rate * (len / ref_len) ** power``: 0 flat, > 1 strikes
 long answers), ``unparsable_format`` / ``unparsable_format_rate`` (located parts in that
-output format abstain unparsable).  ``train_exclude``: conversions never drawn for training
-(a held-out criteria family).
+output format abstain unparsable).  Controls (off by default): ``phi_patterns`` (abstention
+patterns per group of criteria, drawn whatever the answer says) and ``verdict_rates`` (an
+abstention rate per criterion given the check's verdict 1 / 0).  ``train_exclude``: conversions
+never drawn for training (a held-out criteria family).
 
 Proposer side: the bank is the proposer — ``sample_tasks(n, seed)`` draws training
 prompts (train split); ``eval_set()`` holds ``eval_n`` distinct held-out prompts (eval
@@ -148,6 +150,11 @@ class CriteriaWorld:
     timeout_power: float = 1.0
     unparsable_format: Optional[str] = None
     unparsable_format_rate: float = 0.0
+    # the controls of coevo experiment casa-arms (docs/criteria.md "Abstention controls"; off by default):
+    # abstention patterns drawn per (prompt, group, answer) independently of the answer, and abstention
+    # rates per criterion given the check's own verdict (coevo.criteria.verifier.Channels)
+    phi_patterns: Optional[dict] = None
+    verdict_rates: Optional[dict] = None
     # a held-out criteria family: conversions (``Problem.conversion``, e.g. "cm-mm") never drawn for
     # training; the held-out set keeps them, so its by-difficulty accuracy on them is the family's
     train_exclude: tuple = ()
@@ -169,7 +176,8 @@ class CriteriaWorld:
     def __post_init__(self):
         self.channels = Channels(self.timeout_rate, self.unparsable_rate, self.judge_unknown_rate,
                                  self.length_budget, self.channel_seed, self.judge_unknown_wrong_rate,
-                                 self.timeout_power, self.unparsable_format, self.unparsable_format_rate)
+                                 self.timeout_power, self.unparsable_format, self.unparsable_format_rate,
+                                 phi_patterns=self.phi_patterns, verdict_rates=self.verdict_rates)
         self.train_exclude = tuple(self.train_exclude or ())
         known = {f"{a}-{b}" for a, b, _ in CONVERSIONS}
         bad = sorted(set(self.train_exclude) - known)

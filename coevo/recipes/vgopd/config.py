@@ -17,3 +17,5 @@ class VgopdConfig(Strict):
     axis_weights: dict[str, float] = Field(default_factory=dict, description="weights of the axis rewards in "
                                            "the answer's reward (missing axes: 1)")
     recheck: bool = Field(True, description="re-check every licence against the world's deterministic oracle")
+    initial_eval: bool = Field(True, description="evaluate the student on the held-out set before training (step "
+                               "0); off in coevo experiment casa-arms, whose claims read the last round only")

@@ -1,28 +1,40 @@
-"""CASA's arms over seeds (issue 23 part 3): VG-OPD under arms A, B, C (both discount conventions) on a
-criteria world where abstention depends on the answer (``q-*``), and the same arms on the null world
-where it does not (``n-*``), paired by seed.
-
-Worlds (docs/criteria.md "Abstention with consequences"; both with ``total_setup`` so rank reversals
-can happen, and the held-out family ``cm-mm`` never drawn for training):
+"""CASA's arms over seeds (issue 23 part 3, issue 30): VG-OPD under arms A, B, C (both discount conventions) on a
+criteria world where abstention depends on the answer (``q-*``), and on two control worlds, paired by seed:
 
 - consequential (``q``): the simulated judge says unknown on 60 % of wrong method answers (5 % of right
-  ones); timeouts at 5 % x (length / reference length)^4; unparsable on 80 % of parsing-kind parts
-  written with a time unit (2 % elsewhere);
-- null (``n``): judge unknown 20 %, timeouts 5 % at any length, unparsable 5 %: independent of the answer.
+  ones); timeouts at 5 % x (length / reference length)^4; unparsable on 80 % of parsing-kind parts written
+  with a time unit (2 % elsewhere) (docs/criteria.md "Abstention with consequences");
+- phi-matched null (``n``): the consequential world's simulated abstention patterns per axis, drawn at the
+  rates they had there (calibration runs, ``casa.calibrate``) but whatever the answer says: the same
+  distribution of the abstention share phi per axis, abstention independent of correctness;
+- reversed (``rev``): per criterion the consequential abstention rates given a right and a wrong verdict,
+  swapped and scaled to the same overall rate: abstains more on RIGHT answers at the same phi level.
 
-Claims (pre-registered; docs/experiments.md): the primary is ``q:heldout-C-A``: training on C's reward
-instead of A's raises held-out accuracy when abstention depends on the answer (smallest effect of interest 1
-point, one prompt of 100); secondaries on the consequential world: ``q:heldout-B-A``, the oracle's side in
-rank reversals (``q:reversals-oracle-A``: the share of decided reversals it orders as r~, counts), CASA-P3
-with both discounts, and across worlds (``q-n:``) C's rejected low-confidence licences.  By construction, no
-verdict: A's and B's reward bias against the oracle (their sign follows from the judge's abstention settings
-and the r / r~ identities) and CASA-P1 (p95(phi) takes one of a few values per axis); the null world's rows
-are measurements beside the consequential world's.  The tables add CASA-P1..P4 of ``coevo audit
+All three with ``total_setup`` (rank reversals can happen) and the held-out family ``cm-mm`` never drawn for
+training; the world's prompt, abstention and held-out seeds follow the run seed (``seeded``), and the
+evaluation seeds start at 100, off the calibration seeds (``CALIBRATION``).
+
+An undefined r (every positive criterion of an axis abstained) is counted, per run and per world, and never
+imputed (``casa.consequences.reward_bias``); arm A's TRAINING reward still needs a number there
+(``scoring.UNDEFINED_R_REWARD`` = 0, a training rule): the instruments report it apart.
+
+Claims (pre-registered; docs/experiments.md): the primary is ``q:heldout-C-A``: training on C's reward instead
+of A's raises held-out accuracy when abstention depends on the answer (smallest effect of interest 1 point).
+Secondaries: ``q:heldout-B-A``, the oracle's side in rank reversals, CASA-P3 with both discounts, and the
+controls as contrasts paired by seed: A's reward bias in the consequential world above the phi-matched null's
+(``q-n:reward-bias-A``) and in the reversed world below it (``rev-n:reward-bias-A``: the sign flips), C's
+low-confidence licences rejected less often in the consequential world (``q-n:recheck-rejected-C``) and more
+often in the reversed one (``rev-n:recheck-rejected-C``).  Measurements beside them: the same held-out
+differences on the control worlds (``n:heldout-C-A``, ``rev:heldout-C-A``, ``q-n:heldout-C-A``) with the
+result that would mark the primary an artifact written into their statements, the undefined-r share per
+world.  By construction (no verdict): the sign of A's and B's reward bias on the consequential world (the
+r / r~ identities at the world's settings) and CASA-P1 (p95(phi) takes one of a few values per axis).  The
+tables add the runs, phi per axis and world (the match of the null world), CASA-P1..P4 of ``coevo audit
 --predictions`` per world, and the first challenge's stratification by abstention reason with the
-heterogeneity tests (``coevo.recipes.vgopd.casa.consequences``).
+heterogeneity tests (``coevo.recipes.vgopd.experiment_tables``).
 
-Budgets: ``default`` (the preset's 2 rounds x 5 steps x 12 prompts, held-out set 100 prompts, 3 seeds);
-``short`` (2 rounds x 3 steps x 8 prompts, 60 held-out prompts, 3 seeds);
+Budgets: ``default`` (1 round x 10 steps x 12 prompts, the preset's G 8; one held-out evaluation of 1000
+prompts after training, no initial one); ``short`` (1 round x 6 steps x 8 prompts, 400 held-out prompts);
 ``ci`` (1 round of 1 step, 6 prompts, 20 held-out prompts, 2 seeds): grid and resume only, no verdict (smoke).
 """
 from __future__ import annotations
@@ -31,19 +43,18 @@ from typing import Callable, Optional
 
 from coevo.experiments.claims import Claim, Design, SeedSample, paired_by_seed, ratio_over_seeds
 from coevo.experiments.spec import Arm, Experiment
-from coevo.recipes.vgopd.casa.consequences import chi2_homogeneity, run_consequences
+from coevo.recipes.vgopd.casa.consequences import run_consequences
+from coevo.recipes.vgopd.experiment_tables import tables
+from coevo.recipes.vgopd.experiment_worlds import CALIBRATION, PILOT, WORLDS
 
 FAMILY = "cm-mm"
-COMMON = ("world.options.total_setup=true", f"world.options.train_exclude=[{FAMILY}]", "world.options.eval_n=100")
-CONSEQUENTIAL = ("world.options.judge_unknown_rate=0.05", "world.options.judge_unknown_wrong_rate=0.6",
-                 "world.options.timeout_rate=0.05", "world.options.timeout_power=4",
-                 "world.options.unparsable_rate=0.02", "world.options.unparsable_format='[0-9] ?(s|min|h)$'",
-                 "world.options.unparsable_format_rate=0.8")
-NULL = ("world.options.judge_unknown_rate=0.2", "world.options.timeout_rate=0.05", "world.options.timeout_power=0",
-        "world.options.unparsable_rate=0.05")
+COMMON = ("world.options.total_setup=true", f"world.options.train_exclude=[{FAMILY}]", "world.options.eval_n=1000",
+          "vgopd.rounds=1", "vgopd.steps_per_round=10", "vgopd.initial_eval=false")
 ARMS = {"A": ("casa.arm=A",), "B": ("casa.arm=B",), "C": ("casa.arm=C", "casa.discount=one_minus_precision"),
         "Cp": ("casa.arm=C", "casa.discount=precision")}
-WORLDS = {"q": ("consequential", CONSEQUENTIAL, ("A", "B", "C", "Cp")), "n": ("null", NULL, ("A", "B", "C"))}
+CORE = ("A", "C")  # the primary's pair: every seed in every world; the other arms run the first SECONDARY_SEEDS
+SEEDS, SECONDARY_SEEDS = 20, 6
+SEEDED = {"world.options.seed": 0, "world.options.channel_seed": 0, "world.options.eval_seed": 0}
 
 
 def _ledger_metric(arm: str, fn: Callable[[dict], Optional[float]]) -> Callable:
@@ -64,6 +75,19 @@ def _ledger_paired(arm: str, base: str, fn: Callable[[dict], Optional[float]]) -
         a, b = _ledger_metric(arm, fn)(runs).values, _ledger_metric(base, fn)(runs).values
         return SeedSample({s: a[s] - b[s] for s in sorted(set(a) & set(b))}, f"paired t over seeds ({arm} - {base})")
     sample.arms = (arm, base)
+    return sample
+
+
+def _diff_in_diff(w: str, base_w: str, arm: str, base: str, metric: Callable) -> Callable:
+    """(arm - base) in world ``w`` minus the same in ``base_w``, paired by seed."""
+    def sample(runs) -> SeedSample:
+        d = {}
+        for ww in (w, base_w):
+            a, b = runs.per_seed(f"{ww}-{arm}", metric), runs.per_seed(f"{ww}-{base}", metric)
+            d[ww] = {s: a[s] - b[s] for s in set(a) & set(b)}
+        return SeedSample({s: d[w][s] - d[base_w][s] for s in sorted(set(d[w]) & set(d[base_w]))},
+                          f"paired t over seeds (({w}-{arm} - {w}-{base}) - ({base_w}-{arm} - {base_w}-{base}))")
+    sample.arms = (f"{w}-{arm}", f"{w}-{base}", f"{base_w}-{arm}", f"{base_w}-{base}")
     return sample
 
 
@@ -88,32 +112,42 @@ def _rejected(channel: str) -> Callable:
     return fn
 
 
-PILOT = "the default run at ad836ad, seeds 0-2 (docs/vgopd.md); seeds also evaluated: not held out"
-BIAS_A_WHY = ("r drops an abstained criterion from numerator and denominator: when the judge abstains on 60 % of "
-              "failed and 5 % of passed criteria the abstained ones are mostly failed, so r lies above the oracle on "
-              "average; on the null world the expectation is 0 but for an undefined r imputed as 0 "
-              "(tests/test_experiment_controls.py::test_casa_reward_bias_identities)")
+def _undefined_share(c: dict) -> Optional[float]:
+    return c["r_undefined"] / c["rows"] if c.get("rows") else None
+
+
+BIAS_A_WHY = ("r drops an abstained criterion from numerator and denominator: where failed criteria abstain far more "
+              "often than passed ones the abstained ones are mostly failed, so E[r - oracle | r defined] > 0 for every "
+              "truth pattern with a failed and a passed criterion, = 0 for the others; an undefined r is left out, not "
+              "imputed (tests/test_experiment_controls.py::test_casa_reward_bias_identities)")
 BIAS_B_WHY = ("r~ keeps every positive weight in its denominator and scores an abstained criterion 0, so r~ <= the "
               "oracle's score on every row, < wherever a passed criterion abstains "
               "(tests/test_experiment_controls.py::test_casa_reward_bias_identities)")
 P1_WHY = ("phi of a (rollout, axis) row is the abstained share of its few positive weights, so it takes a handful of "
           "values; with at least 5 % of criteria abstaining, more than 5 % of rows reach phi = 0.5 and p95(phi) is 0.5 "
           "in every seed (tests/test_experiment_controls.py::test_casa_p1_is_fixed_by_the_world)")
-HELDOUT_WHY = "one held-out prompt of the 100 is 1 point: a smaller difference is below the held-out set's resolution"
+HELDOUT_WHY = ("1 point of held-out accuracy is the smallest gain that would justify a different reward rule (the "
+               "proposal gives no number; it was one prompt of the 100-prompt set at pre-registration)")
+BIAS_SESOI_WHY = ("half a point of the axis score is about one (rollout, axis) row in a hundred lifted by a whole "
+                  "weight-1 criterion: less would not reorder the answers of a 12-prompt x 8-rollout step")
+ARTIFACT_C = ("the primary is an artifact of the world's abstention rates, not of answer-dependent abstention, if C - A "
+              "here is as large as on the consequential world")
 
 
-def _heldout_claim(w: str, label: str, arm: str, role: str, sd: float, what: str) -> Claim:
+def _heldout_claim(w: str, label: str, arm: str, role: str, what: str) -> Claim:
     name = f"{w}:heldout-{arm.split('-')[1]}-A"
     if w != "q":
-        return Claim(name, f"[{label}] held-out accuracy, {what} - A: the null world's control (abstention "
-                     "independent of the answer: no difference expected)", "final-round held-out accuracy, paired "
-                     "by seed", paired_by_seed(arm, f"{w}-A", heldout), role="measurement", scale=100, unit=" pt")
+        return Claim(name, f"[{label}] held-out accuracy, {what} - A: a control of q:heldout-{arm.split('-')[1]}-A "
+                     f"({ARTIFACT_C if w == 'n' else 'in the reversed world C learns from licences on passed criteria: a gain here as large as on the consequential world would say the gain is not about which answers abstain'})",
+                     "final-round held-out accuracy, paired by seed", paired_by_seed(arm, f"{w}-A", heldout),
+                     role="measurement", scale=100, unit=" pt")
+    sd, origin = PILOT[f"heldout-{arm.split('-')[1]}-A"]
     return Claim(name, f"[{label}] training on {what}'s reward instead of A's raises held-out accuracy when "
                  "abstention depends on the answer (the CASA proposal's arms)", "final-round held-out accuracy, "
-                 "paired by seed (100 prompts in every run: the t over seeds is the counts' pooled difference)",
+                 "paired by seed (1000 prompts in every run: the t over seeds is the counts' pooled difference)",
                  paired_by_seed(arm, f"{w}-A", heldout), role=role, direction=1, smallest_effect=0.01,
                  smallest_effect_why=HELDOUT_WHY, design=Design("seeds (paired with arm A)", 0.02, "twice the "
-                 "smallest effect of interest (the proposal gives no number)", sd, PILOT), scale=100, unit=" pt")
+                 "smallest effect of interest (the proposal gives no number)", sd, origin), scale=100, unit=" pt")
 
 
 def _world_claims(w: str) -> list:
@@ -122,21 +156,24 @@ def _world_claims(w: str) -> list:
     pt = {"scale": 100, "unit": " pt"}
     q = w == "q"
     out = [
-        Claim(f"{w}:reward-bias-A", f"[{label}] arm A's reward r lies above the oracle's axis score when abstention "
-              "depends on the answer (r = r~ / (1 - phi) lifts wrong answers)", "mean(r - oracle) per (rollout, axis), "
-              "arm A", _ledger_metric(A, lambda c: c["bias_r"]), role="by construction", construction=BIAS_A_WHY, **pt),
+        Claim(f"{w}:reward-bias-A", f"[{label}] arm A's reward r against the oracle's axis score where r is defined "
+              "(r = r~ / (1 - phi) lifts wrong answers when their criteria abstain)", "mean(r - oracle) per (rollout, "
+              "axis) with r defined, arm A", _ledger_metric(A, lambda c: c["bias_r"]),
+              **(dict(role="by construction", construction=BIAS_A_WHY) if q else dict(role="measurement")), **pt),
         Claim(f"{w}:reward-bias-B", f"[{label}] arm B's fixed denominator counts abstentions as failures: r~ lies "
               "below the oracle's score", "mean(r~ - oracle), arm B", _ledger_metric(B, lambda c: c["bias_r_tilde"]),
               role="by construction", construction=BIAS_B_WHY, **pt),
+        Claim(f"{w}:r-undefined-A", f"[{label}] share of arm A's (rollout, axis) rows whose r is undefined (every "
+              "positive criterion abstained): counted, never imputed", "r undefined / rows, arm A",
+              _ledger_metric(A, _undefined_share), role="measurement", scale=100, unit=" %"),
         Claim(f"{w}:reversals-oracle-A", f"[{label}] where r and r~ order two rollouts differently, the oracle sides "
               "with r~ (CASA proposal corollary 2)", "share of the exact reversals the oracle orders as r~ (ties out), "
               "arm A, pooled over seeds", ratio_over_seeds(A, reversal_count),
               **(dict(role="secondary", direction=1, smallest_effect=0.55, smallest_effect_why="the oracle siding with "
                       "r~ in under 55 of 100 decided reversals would make r~ barely safer than a coin",
                       design=Design("seeds, ~3 decided reversals per run", 0.75, "a clear majority (3 of 4); the "
-                                    "proposal gives no number", 0.32, "q-A's decided reversals 3/3, 1/3, 4/4: their "
-                                    "rates' SD 0.38 less the binomial SD of ~3 at 0.8 (0.22), extra-binomial 0.32; "
-                                    f"{PILOT}", kind="rate", n_per_seed=3)) if q else dict(role="measurement")),
+                                    "proposal gives no number", PILOT["reversals"][0], PILOT["reversals"][1],
+                                    kind="rate", n_per_seed=3)) if q else dict(role="measurement")),
               scale=100, unit=" %"),
         Claim(f"{w}:recheck-rejected-C", f"[{label}] share of arm C's low-confidence (abstention-channel) licences "
               "the oracle re-check rejects", "rejected / re-checked abstention licences, arm C (1 - p)",
@@ -148,10 +185,10 @@ def _world_claims(w: str) -> list:
               "undiscounted weight (CASA-P3, (1 - p))", "mean licensed weight per (rollout, axis), C effective - A",
               _ledger_paired(C, A, lambda c: c["w_licensed_mean"]),
               **(dict(role="secondary", direction=-1, failure_line=0.0, design=Design(
-                  "seeds (paired with arm A)", -0.05, "a 5-point lower weight (the proposal gives no number)", 0.0105,
-                  PILOT)) if q else dict(role="measurement"))),
-        _heldout_claim(w, label, B, "secondary", 0.02, "B (r~)"),
-        _heldout_claim(w, label, C, "primary", 0.036, "C (1 - p)"),
+                  "seeds (paired with arm A)", -0.05, "a 5-point lower weight (the proposal gives no number)",
+                  *PILOT["CASA-P3"])) if q else dict(role="measurement"))),
+        _heldout_claim(w, label, B, "secondary", "B (r~)"),
+        _heldout_claim(w, label, C, "primary", "C (1 - p)"),
         Claim(f"{w}:family-C-A", f"[{label}] no drop on the held-out family {FAMILY} (trained on no prompt of it): "
               "C (1 - p) - A", f"final-round accuracy on the {FAMILY} held-out prompts, paired by seed",
               paired_by_seed(C, A, family), role="measurement", **pt),
@@ -161,117 +198,77 @@ def _world_claims(w: str) -> list:
                          "licensed weight below A's", "mean licensed weight per row, C (x p) - A",
                          _ledger_paired(Cp, A, lambda c: c["w_licensed_mean"]), role="secondary", direction=-1,
                          failure_line=0.0, design=Design("seeds (paired with arm A)", -0.05, "a 5-point lower weight "
-                                                         "(the proposal gives no number)", 0.011, PILOT)))
+                                                         "(the proposal gives no number)", *PILOT["CASA-P3-precision"])))
     return out
+
+
+def _bias_contrast(w: str, direction: int, statement: str) -> Claim:
+    sd, origin = PILOT[f"{w}-n:reward-bias-A"]
+    return Claim(f"{w}-n:reward-bias-A", statement, f"mean(r - oracle) with r defined, arm A: {WORLDS[w][0]} - "
+                 "phi-matched null world, paired by seed", _ledger_paired(f"{w}-A", "n-A", lambda c: c["bias_r"]),
+                 role="secondary", direction=direction, smallest_effect=0.005 * direction,
+                 smallest_effect_why=BIAS_SESOI_WHY, design=Design("seeds (paired across worlds)", 0.01 * direction,
+                 "twice the smallest effect of interest (the proposal gives no number)", sd, origin),
+                 scale=100, unit=" pt")
+
+
+def _rejected_contrast(w: str, direction: int, statement: str) -> Claim:
+    sd, origin = PILOT[f"{w}-n:recheck-rejected-C"]
+    return Claim(f"{w}-n:recheck-rejected-C", statement, f"rejected share of abstention licences, arm C (1 - p): "
+                 f"{WORLDS[w][0]} - phi-matched null world, paired by seed",
+                 _ledger_paired(f"{w}-C", "n-C", _rejected("abstention")), role="secondary", direction=direction,
+                 smallest_effect=0.05 * direction, smallest_effect_why="a licence re-check that moved by under 5 "
+                 "points between worlds where abstention means opposite things would not tell them apart",
+                 design=Design("seeds (paired across worlds)", 0.10 * direction, "a 10-point difference (the "
+                               "proposal gives no number)", sd, origin), scale=100, unit=" pt")
 
 
 def _cross_world_claims() -> list:
-    """The consequential world against the null world, paired by seed (same seeds, same prompts)."""
+    """The consequential and the reversed world against the phi-matched null world, paired by seed."""
     return [
-        Claim("q-n:reward-bias-A", "arm A's reward lies further above the oracle's score when abstention depends on "
-              "the answer than when it does not: the inflation r = r~ / (1 - phi) acting on wrong answers",
-              "mean(r - oracle), arm A: consequential - null world, paired by seed",
-              _ledger_paired("q-A", "n-A", lambda c: c["bias_r"]), role="by construction", construction=BIAS_A_WHY,
-              scale=100, unit=" pt"),
-        Claim("q-n:recheck-rejected-C", "arm C's low-confidence licences are rejected by the oracle less often when "
-              "the abstained criteria are truly failed ones", "rejected share of abstention licences, arm C (1 - p): "
-              "consequential - null world, paired by seed", _ledger_paired("q-C", "n-C", _rejected("abstention")),
-              role="secondary", direction=-1, smallest_effect=-0.05, smallest_effect_why="a licence re-check that "
-              "moved by under 5 points between worlds where abstention means opposite things would not tell them "
-              "apart", design=Design("seeds (paired across worlds)", -0.10, "a 10-point drop (the proposal gives no "
-              "number)", 0.0246, PILOT), scale=100, unit=" pt"),
+        _bias_contrast("q", 1, "arm A's reward lies further above the oracle's score when abstention falls on wrong "
+                       "answers than when it falls at random at the same phi per axis: the inflation r = r~ / (1 - "
+                       "phi) acting on wrong answers (artifact if not: the bias would be the world's phi, not the "
+                       "answer-dependence)"),
+        _bias_contrast("rev", -1, "mirror control: where abstention falls on RIGHT answers, arm A's reward lies below "
+                       "the phi-matched null's: the sign of A's bias flips with the direction of the dependence"),
+        _rejected_contrast("q", -1, "arm C's low-confidence licences are rejected by the oracle less often when the "
+                           "abstained criteria are truly failed ones"),
+        _rejected_contrast("rev", 1, "mirror control: arm C's low-confidence licences are rejected more often when the "
+                           "abstained criteria are truly passed ones"),
+        Claim("q-n:heldout-C-A", f"control of the primary: C - A held-out accuracy on the consequential world minus "
+              f"the same on the phi-matched null world ({ARTIFACT_C}: this difference at or below 0)",
+              "final-round held-out accuracy, (q-C - q-A) - (n-C - n-A), paired by seed",
+              _diff_in_diff("q", "n", "C", "A", heldout), role="measurement", scale=100, unit=" pt"),
     ]
 
 
-def _arm_rows(runs) -> list:
-    rows = []
-    for arm in runs.arms:
-        for s in runs.seeds(arm):
-            c, sm = run_consequences(runs.run_dir(arm, s)), runs.summary(arm, s)
-            r, ab = c["reversals"], c["gates"].get("abstention", {})
-            fa = c["gates"].get("failure", {})
-            rows.append([arm, s, f"{heldout(sm):.3f}", f"{family(sm) if family(sm) is not None else float('nan'):.3f}",
-                         f"{c['phi_mean']:.3f}", f"{c['bias_r']:+.4f}", f"{c['bias_r_tilde']:+.4f}",
-                         f"{r['exact']} of {r['pairs']} ({r.get('r_tilde', 0)} / {r.get('r', 0)} / {r.get('tie', 0)})",
-                         f"{fa.get('rejected', 0)}/{fa.get('rechecked', 0)}", f"{ab.get('rejected', 0)}/{ab.get('rechecked', 0)}",
-                         f"{c['w_licensed_mean']:.3f}"])
-    return rows
+SHORT = ("vgopd.steps_per_round=6", "vgopd.prompts=8", "world.options.eval_n=400")
+CI = ("vgopd.steps_per_round=1", "vgopd.prompts=6", "world.options.eval_n=20")
 
 
-def _confound_rows(runs, w: str) -> tuple:
-    """Per reason n and oracle failure rate (pooled over the world's runs), and the two heterogeneity
-    tests (over its arm-A runs: the arms of one seed share their first step's rollouts)."""
-    reason: dict = {}
-    tb: dict = {}
-    fm: dict = {}
-    for arm in [a for a in runs.arms if a.startswith(f"{w}-")]:
-        for s in runs.seeds(arm):
-            c = run_consequences(runs.run_dir(arm, s))
-            for k, v in c["by_reason"].items():
-                x = reason.setdefault(k, [0, 0])
-                x[0], x[1] = x[0] + v["n"], x[1] + v["bad"]
-            if arm != f"{w}-A":
-                continue
-            for src, dst in ((c["timeouts_by_length"], tb), (c["unparsable_by_format"], fm)):
-                for k, v in src.items():
-                    x = dst.setdefault(k, [0, 0])
-                    x[0], x[1] = x[0] + v["k"], x[1] + v["n"]
-    total = sum(v[0] for v in reason.values())
-    r_rows = [[k, v[0], f"{v[0] / total:.4f}" if total else "", f"{v[1] / v[0]:.3f}" if v[0] else ""]
-              for k, v in sorted(reason.items())]
-    het = []
-    for name, d in (("timeout vs answer length", tb), ("unparsable vs output format", fm)):
-        t = chi2_homogeneity({k: tuple(v) for k, v in d.items()})
-        rates = "; ".join(f"{k}: {v[0]}/{v[1]}" + (f" = {v[0] / v[1]:.3f}" if v[1] else "") for k, v in d.items())
-        het.append([name, rates, f"{t['chi2']:.1f}", t["df"], f"{t['p']:.2g}"])
-    return r_rows, het
+def _arms() -> list:
+    return [Arm(f"{w}-{a}", "vgopd", (*COMMON, *settings, *ARMS[a]), max_seeds=None if a in CORE else SECONDARY_SEEDS)
+            for w, (_, settings, arms) in WORLDS.items() for a in arms]
 
-
-def tables(runs) -> dict:
-    from coevo.recipes.vgopd.predictions import evaluate_casa_predictions
-
-    out = {"Runs": {"head": ["arm", "seed", "held-out acc", f"{FAMILY} acc", "mean phi", "r - oracle", "r~ - oracle",
-                             "reversals (oracle: r~ / r / tie)", "failure licences rejected",
-                             "abstention licences rejected", "licensed weight / row"], "rows": _arm_rows(runs)}}
-    for w, (label, _, _) in WORLDS.items():
-        if not any(a.startswith(f"{w}-") for a in runs.arms):
-            continue
-        r_rows, het = _confound_rows(runs, w)
-        out[f"{label} world: criterion checks by abstention reason (pooled over arms and seeds)"] = {
-            "head": ["reason", "n checks", "share of checks (phi per check)", "oracle failure rate"], "rows": r_rows}
-        out[f"{label} world: heterogeneity (chi-square of homogeneity; arm A, distinct checks)"] = {
-            "head": ["test", "rates per stratum", "chi2", "df", "p"], "rows": het}
-        dirs = [runs.run_dir(a, s) for a in runs.arms if a.startswith(f"{w}-") for s in runs.seeds(a)]
-        preds = evaluate_casa_predictions(dirs)
-        out[f"{label} world: coevo audit --predictions"] = {
-            "head": ["P", "value [95 % interval]", "n", "verdict"],
-            "rows": [[p["id"], _fmt_pred(p), p.get("n", ""), p.get("verdict", p.get("reason", ""))] for p in preds]}
-    return out
-
-
-def _fmt_pred(p: dict) -> str:
-    if p.get("status") != "evaluated":
-        return p.get("status", "")
-    v, lo, hi = p.get("value"), p.get("ci_low"), p.get("ci_high")
-    f = lambda x: "nan" if x is None else f"{x:.4g}"  # noqa: E731
-    return f"{f(v)} [{f(lo)}, {f(hi)}]"
-
-
-SHORT = ("vgopd.steps_per_round=3", "vgopd.prompts=8", "world.options.eval_n=60")
-CI = ("vgopd.rounds=1", "vgopd.steps_per_round=1", "vgopd.prompts=6", "world.options.eval_n=20")
 
 EXPERIMENT = Experiment(
     name="casa-arms",
     description="VG-OPD under CASA's arms A / B / C (both discounts) on a criteria world where abstention depends on "
-                "the answer, and on the null world beside it, over seeds: what A's inflation does to rewards, "
-                "rankings, licences and held-out accuracy, counted by the oracle.",
-    arms=[Arm(f"{w}-{a}", "vgopd", (*COMMON, *ch, *ARMS[a])) for w, (_, ch, arms) in WORLDS.items() for a in arms],
+                "the answer, on a null world matched on phi per axis and on a world abstaining on right answers, over "
+                "seeds: what A's inflation does to rewards, rankings, licences and held-out accuracy, counted by the "
+                "oracle, with undefined r counted apart.",
+    arms=_arms(),
     claims=[*_cross_world_claims(), *(c for w in WORLDS for c in _world_claims(w))],
-    seeds=3,
+    seeds=SEEDS,
+    first_seed=100,
     budgets={"default": (), "short": SHORT, "ci": CI},
     seeds_for={"ci": 2},
     tables=tables,
-    notes={"default": "the vgopd preset (2 rounds x 5 steps x 12 prompts x G 8), 100 held-out prompts, 1 torch thread",
-           "short": "2 rounds x 3 steps x 8 prompts, 60 held-out prompts, 3 seeds (a loaded machine's stand-in)",
+    notes={"default": "1 round x 10 steps x 12 prompts x G 8, one held-out evaluation of 1000 prompts after training, "
+                      "1 torch thread; A and C every seed, B and C (x p) the first six",
+           "short": "1 round x 6 steps x 8 prompts, 400 held-out prompts (a loaded machine's stand-in)",
            "ci": "1 round of 1 step, 6 prompts, 20 held-out prompts, 2 seeds: grid, resume and verdicts, not the science"},
+    calibration=CALIBRATION,
+    seeded=SEEDED,
 )

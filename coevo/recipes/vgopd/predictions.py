@@ -107,6 +107,8 @@ def _heldout(rd: Path, cfg: dict) -> Dict[str, Any]:
     acc = (s.get("rounds") or [{}])[-1].get("solver_eval_accuracy") or {}
     fam = list(((cfg.get("world") or {}).get("options") or {}).get("train_exclude") or [])
     by, n_by = acc.get("by_difficulty") or {}, s.get("eval_n_by_difficulty") or {}
+    if not n_by and len(fam) == 1 and fam[0] in by:  # no initial evaluation (vgopd.initial_eval off): one family
+        return {"overall": acc.get("overall"), "family": by[fam[0]], "family_name": fam[0], "n_family": None}
     n_f = sum(int(n_by.get(f, 0)) for f in fam)
     val = (sum(by[f] * int(n_by.get(f, 0)) for f in fam if f in by) / n_f) if fam and n_f else None
     return {"overall": acc.get("overall"), "family": val, "family_name": "+".join(fam) or None, "n_family": n_f}

@@ -73,7 +73,10 @@ class VgopdRecipe(RecipeBase):
         self.probe_tasks = evals[:self.vc.probe_prompts]
 
     def plan(self) -> list[StepSpec]:
-        return round_plan(self.vc.rounds, [("train", self.vc.steps_per_round)])
+        """Rounds of training steps, each followed by an evaluation; the initial evaluation (step 0) only with
+        ``vgopd.initial_eval`` (the other steps keep their numbers, so the training is the same either way)."""
+        specs = round_plan(self.vc.rounds, [("train", self.vc.steps_per_round)])
+        return specs if self.vc.initial_eval else [s for s in specs if s.round > 0]
 
     def state_dict(self) -> dict:
         return {"expert_answers": {r: dict(d) for r, d in self.expert_answers.items()}}

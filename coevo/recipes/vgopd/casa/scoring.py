@@ -9,7 +9,9 @@ the clip r = r~ / (1 - phi) exactly.  The numbers come from
 
 Arms (CASA proposal §method, three arms): A rewards r; B and C reward r~ (unknown -> 0).  A's r is undefined
 when every positive criterion of the axis abstained (W_A = W): the ledger keeps NaN and the reward used
-for the update is 0 (:func:`arm_reward`), a choice documented in docs/casa.md.
+for the update is ``UNDEFINED_R_REWARD`` = 0 (:func:`arm_reward`), a TRAINING rule documented in docs/casa.md
+(an update needs a number).  No instrument imputes it: ``casa.consequences.reward_bias`` counts undefined r
+apart and measures r where it is defined.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 from coevo.rewards.formulas import criteria_scores
 
 __all__ = ["Check", "AxisScore", "is_abstention", "score_axis", "score_answer", "arm_reward", "answer_reward",
-           "has_abstention"]
+           "has_abstention", "UNDEFINED_R_REWARD"]
 
 
 @dataclass(frozen=True)
@@ -103,10 +105,13 @@ def score_answer(checks: Iterable[Check]) -> Dict[str, AxisScore]:
     return {a: score_axis(cs) for a, cs in by_axis.items()}
 
 
+UNDEFINED_R_REWARD = 0.0  # arm A's training reward where r is undefined (W_A = W): a training rule, not a measurement
+
+
 def arm_reward(score: AxisScore, arm: str) -> float:
-    """The axis reward an arm trains on: A -> r (0 when undefined, W_A = W); B, C -> r~."""
+    """The axis reward an arm trains on: A -> r (``UNDEFINED_R_REWARD`` when undefined, W_A = W); B, C -> r~."""
     if arm == "A":
-        return score.r if math.isfinite(score.r) else 0.0
+        return score.r if math.isfinite(score.r) else UNDEFINED_R_REWARD
     if arm in ("B", "C"):
         return score.r_tilde
     raise ValueError(f"casa.arm must be A, B or C, got {arm!r}")

@@ -3,11 +3,11 @@
 A ledger written before the tables existed (opened read-only, so not migrated) reads as empty."""
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from coevo.ledger.store import Ledger
 
-__all__ = ["has_table", "criterion_score_columns", "gate_columns", "probe_rates"]
+__all__ = ["has_table", "criterion_score_columns", "oracle_columns", "gate_columns", "probe_rates"]
 
 SCORE_COLS = ("step", "rollout_id", "task_id", "group_idx", "arm", "axis", "reward", "r", "r_tilde", "r_raw",
               "r_tilde_raw", "phi", "W", "W_A", "n_scored", "n_abstained", "n_failed", "n_failed_licensed",
@@ -32,6 +32,19 @@ def _columns(led: Ledger, table: str, cols, run_id: str) -> Dict[str, List]:
 def criterion_score_columns(led: Ledger, run_id: str) -> Dict[str, List]:
     """The run's ``criterion_scores`` rows as columns (ordered by step, rollout, axis)."""
     return _columns(led, "criterion_scores", SCORE_COLS, run_id)
+
+
+def oracle_columns(led: Ledger, run_id: str) -> Optional[Dict[str, List]]:
+    """``rollout_id``, ``oracle`` and ``oracle_json`` of the run's ``criterion_scores`` rows, in the order of
+    :func:`criterion_score_columns`; None for a ledger written before those columns existed."""
+    if not has_table(led, "criterion_scores"):
+        return None
+    have = {r["column_name"] for r in led.query("SELECT column_name FROM information_schema.columns "
+                                                "WHERE table_name = 'criterion_scores'")}
+    if not {"oracle", "oracle_json"} <= have:
+        return None
+    return led.columns("SELECT rollout_id, oracle, oracle_json FROM criterion_scores WHERE run_id = ? "
+                       "ORDER BY step, rollout_id, axis", [run_id])
 
 
 def gate_columns(led: Ledger, run_id: str) -> Dict[str, List]:
