@@ -66,10 +66,9 @@ def run(
     from coevo.cli_common import process_wall
     from coevo.config import ConfigError, check_intended_backend
     from coevo.core.errors import CannotRun
-    from coevo.knobs import KnobError, resolve_run_config, shortcut_overrides
-    from coevo.runner import resume_run, run_from_config
+    from coevo.knobs import KnobError, prepare_resume, resolve_run_config, shortcut_overrides
 
-    try:
+    try:  # every refusal before the runner (and torch) is imported
         if resume is not None:
             given = [f for f, v in (("--preset", preset), ("--config", config), ("--recipe", recipe),
                                     ("--budget", budget), ("--out", out), ("--executor", executor),
@@ -79,13 +78,18 @@ def run(
                                 f"config; --set may change its rounds, tracking.* and note)")
             if not resume.is_dir():
                 raise UserError(f"run directory not found: {resume}")
-            run_dir = resume_run(resume, quiet=quiet, report=not no_report,
-                                 overrides=shortcut_overrides(set_, seed=seed))
+            overrides = shortcut_overrides(set_, seed=seed)
+            prepare_resume(resume, overrides)
+            from coevo.runner import resume_run
+
+            run_dir = resume_run(resume, quiet=quiet, report=not no_report, overrides=overrides)
         else:
             overrides = shortcut_overrides(set_, recipe=recipe, executor=executor, address=address, seed=seed)
             cfg = resolve_run_config(preset, config, overrides, recipe, budget)
             if not force:
                 check_intended_backend(cfg)
+            from coevo.runner import run_from_config
+
             run_dir = run_from_config(cfg, out, quiet=quiet, report=not no_report)
     except (UserError, ConfigError, CannotRun, KnobError) as e:  # RunError is a CannotRun
         fail(str(e))

@@ -85,6 +85,85 @@ def resolve_run_config(preset: Optional[str], config: Optional[Path], overrides:
     return cfg
 
 
+# ---------------------------------------------------------------------- resume: what --set may change
+RESUME_RECORD = "resumes.jsonl"  # one JSON line per resume that changed a key (coevo/runner/resume.py)
+
+
+def load_run_config(run_dir: Path):
+    """The config a run directory's ``config.yaml`` holds; any damage is a KnobError (one line)."""
+    import yaml
+
+    from coevo.config import ConfigError, build_config
+
+    path = Path(run_dir) / "config.yaml"
+    if not path.is_file():
+        raise KnobError(f"{run_dir} is not a coevo run directory (no config.yaml)")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise KnobError(f"{path}: not valid YAML ({str(e).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise KnobError(f"{path}: expected a mapping at the top level")
+    try:
+        return build_config(data)
+    except ConfigError as e:
+        raise KnobError(f"{path}: {e}") from None
+
+
+def safe_keys(cfg) -> list[str]:
+    """The keys ``--set`` may change on resume, for this run's recipe (``tracking.*``: the whole section)."""
+    from coevo.core.registry import RecipeNotFound, get_recipe
+
+    try:
+        sections = get_recipe(cfg.recipe).sections
+    except RecipeNotFound:
+        sections = {}
+    rounds = [f"{name}.rounds" for name, model in sections.items() if "rounds" in model.model_fields]
+    return [*rounds, "tracking.*", "note"]
+
+
+def _is_safe(key: str, safe: list[str]) -> bool:
+    return any(key == s or (s.endswith(".*") and key.startswith(s[:-1])) for s in safe)
+
+
+def _get(data: dict, key: str):
+    for part in key.split("."):
+        data = data.get(part) if isinstance(data, dict) else None
+    return data
+
+
+def apply_resume_overrides(cfg, overrides: list[str]):
+    """(new config, {key: (old, new)}) for ``--set`` items on resume; an unsafe key is a KnobError (one line)."""
+    from coevo.config import ConfigError, _deep_merge, build_config, parse_override
+
+    safe = safe_keys(cfg)
+    for item in overrides:
+        if "=" not in item:
+            raise KnobError(f"--set {item!r}: expected key=value")
+    keys = [item.split("=", 1)[0].strip() for item in overrides]
+    bad = [k for k in keys if not _is_safe(k, safe)]
+    if bad:
+        raise KnobError(f"--set {bad[0]} cannot change on --resume: a run continues with the config it started "
+                        f"with; keys that may change: {', '.join(safe)} (start a new run for the rest)")
+    old = cfg.model_dump(mode="json")
+    data = old
+    for item in overrides:
+        data = _deep_merge(data, parse_override(item))
+    try:
+        new = build_config(data)
+    except ConfigError as e:
+        raise KnobError(str(e)) from None
+    now = new.model_dump(mode="json")
+    changes = {k: (_get(old, k), _get(now, k)) for k in dict.fromkeys(keys) if _get(old, k) != _get(now, k)}
+    return new, changes
+
+
+def prepare_resume(run_dir: Path, overrides: list[str]):
+    """The config a resume of ``run_dir`` runs with ``overrides`` applied, and {key: (old, new)}; any refusal
+    (a damaged config.yaml, a key that may not change) is a KnobError, before anything is imported or written."""
+    return apply_resume_overrides(load_run_config(run_dir), list(overrides))
+
+
 # ---------------------------------------------------------------------- every key
 def _type_name(ann) -> str:
     origin, args = typing.get_origin(ann), typing.get_args(ann)

@@ -1,7 +1,8 @@
 """``coevo run --resume RUN [--set key=value ...]``: a resumed run keeps the config it started with, except for
 the few keys that may safely change, and says so.
 
-**Safe keys** change nothing the run has computed and nothing it computes from the same point on:
+Which keys are safe, and the config with them applied: ``coevo.knobs.prepare_resume`` (no torch import, so a
+refusal is quick).  **Safe keys** change nothing the run has computed and nothing it computes from the same point on:
 
 * ``<section>.rounds`` of the run's recipe (``rzero.rounds``, ``synco.rounds``, ``drzero.rounds``, ...):
   more rounds continue a finished run, fewer end it sooner.  Allowed only while every completed step is
@@ -23,78 +24,9 @@ import os
 import time
 from pathlib import Path
 
+from coevo.knobs import RESUME_RECORD as RECORD
+from coevo.knobs import KnobError, prepare_resume
 from coevo.runner.loop import RunError
-
-RECORD = "resumes.jsonl"
-
-
-def load_run_config(run_dir: Path):
-    """The config a run directory's ``config.yaml`` holds; any damage is a RunError (one line)."""
-    import yaml
-
-    from coevo.config import ConfigError, build_config
-
-    path = Path(run_dir) / "config.yaml"
-    if not path.is_file():
-        raise RunError(f"{run_dir} is not a coevo run directory (no config.yaml)")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (yaml.YAMLError, UnicodeDecodeError) as e:
-        raise RunError(f"{path}: not valid YAML ({str(e).splitlines()[0]})") from None
-    if not isinstance(data, dict):
-        raise RunError(f"{path}: expected a mapping at the top level")
-    try:
-        return build_config(data)
-    except ConfigError as e:
-        raise RunError(f"{path}: {e}") from None
-
-
-def safe_keys(cfg) -> list[str]:
-    """The keys ``--set`` may change on resume, for this run's recipe (``tracking.*``: the whole section)."""
-    from coevo.core.registry import RecipeNotFound, get_recipe
-
-    try:
-        sections = get_recipe(cfg.recipe).sections
-    except RecipeNotFound:
-        sections = {}
-    rounds = [f"{name}.rounds" for name, model in sections.items() if "rounds" in model.model_fields]
-    return [*rounds, "tracking.*", "note"]
-
-
-def _is_safe(key: str, safe: list[str]) -> bool:
-    return any(key == s or (s.endswith(".*") and key.startswith(s[:-1])) for s in safe)
-
-
-def _get(data: dict, key: str):
-    for part in key.split("."):
-        data = data.get(part) if isinstance(data, dict) else None
-    return data
-
-
-def apply_resume_overrides(cfg, overrides: list[str]):
-    """(new config, {key: (old, new)}) for ``--set`` items on resume; an unsafe key is a RunError (one line)."""
-    from coevo.config import ConfigError, _deep_merge, build_config, parse_override
-
-    safe = safe_keys(cfg)
-    for item in overrides:
-        if "=" not in item:
-            raise RunError(f"--set {item!r}: expected key=value")
-    keys = [item.split("=", 1)[0].strip() for item in overrides]
-    bad = [k for k in keys if not _is_safe(k, safe)]
-    if bad:
-        raise RunError(f"--set {bad[0]} cannot change on --resume: a run continues with the config it started "
-                       f"with; keys that may change: {', '.join(safe)} (start a new run for the rest)")
-    old = cfg.model_dump(mode="json")
-    data = old
-    for item in overrides:
-        data = _deep_merge(data, parse_override(item))
-    try:
-        new = build_config(data)
-    except ConfigError as e:
-        raise RunError(str(e)) from None
-    now = new.model_dump(mode="json")
-    changes = {k: (_get(old, k), _get(now, k)) for k in dict.fromkeys(keys) if _get(old, k) != _get(now, k)}
-    return new, changes
 
 
 def check_plan(loop) -> int:
@@ -137,7 +69,10 @@ def resume_with(run_dir: Path, overrides=(), quiet: bool = False, report: bool =
     from coevo.runner import _execute
 
     run_dir = Path(run_dir)
-    cfg, changes = apply_resume_overrides(load_run_config(run_dir), list(overrides))
+    try:
+        cfg, changes = prepare_resume(run_dir, list(overrides))
+    except KnobError as e:
+        raise RunError(str(e)) from None
 
     def on_resume(loop) -> None:  # after the state is loaded, before any step runs
         last = check_plan(loop)
