@@ -26,10 +26,12 @@ _ROLES = (RoleSpec("solver", asset="solver", seed_offset=0, lr="lr_solver"),
 _COLS = ("synthesizer_reward_mean", "solver_reward_mean", "bearing_rate", "kappa_bar", "nu_bar", "lag_bar")
 _TRUTH_COLS = ("reference_accuracy_truth", "reference_accuracy_truth_accepted", "truth_oracle_agreement",
                "truth_oracle_kappa")
+# the arithmetic world with a known pass-rate law (the P1 / P2 control of rgbc-arms; coevo.worlds.arithmetic_law)
+_WORLDS = ("arithmetic", "math", "coevo.worlds.arithmetic_law:ArithmeticLawWorld")
 _PREDICTIONS = "coevo.recipes.rgbc.predictions:evaluate_predictions"  # P1-P6 of the RGBC proposal
 RECIPES = {
     "synco": RecipeInfo(name="synco", factory="coevo.recipes.rgbc.recipe:RGBCRecipe", roles=_ROLES,
-                        sections={"synco": SynCoConfig, "rgbc": RGBCConfig}, worlds=("arithmetic", "math"),
+                        sections={"synco": SynCoConfig, "rgbc": RGBCConfig}, worlds=_WORLDS,
                         summary_columns=_COLS, column_names=COLUMN_NAMES,
                         report_sections=("coevo.recipes.rgbc.report:section",),
                         optional_summary_columns=_TRUTH_COLS,
@@ -38,7 +40,7 @@ RECIPES = {
                         predictions=_PREDICTIONS,
                         description="SynCo: Synthesizer + Reasoner, validator, consensus, T(mu_1)"),
     "rgbc": RecipeInfo(name="rgbc", factory="coevo.recipes.rgbc.recipe:RGBCRecipe", roles=_ROLES,
-                       sections={"synco": SynCoConfig, "rgbc": RGBCConfig}, worlds=("arithmetic", "math"),
+                       sections={"synco": SynCoConfig, "rgbc": RGBCConfig}, worlds=_WORLDS,
                        summary_columns=_COLS, column_names=COLUMN_NAMES,
                         report_sections=("coevo.recipes.rgbc.report:section",),
                        optional_summary_columns=_TRUTH_COLS, predictions=_PREDICTIONS,

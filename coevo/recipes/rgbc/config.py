@@ -42,6 +42,10 @@ class SynCoConfig(Strict):
                                    "stays): the zero-learning control of the lag null (docs/rgbc.md)")
     instrument: bool = Field(True, description="audit-only confirm/post groups where the arm has none (kappa, nu, lag of SynCo)")
     audit_samples: int = Field(48, ge=0, description="oracle audit: extra samples per task for its true pass rate (audit-only cost)")
+    eval_interim_per_level: int | None = Field(
+        None, ge=1, description="held-out evaluations before the last round's (the initial one, between rounds) on "
+                                "the first n items of each level only; None = the full set (world.eval_per_level) "
+                                "every time (the last round's evaluation always uses the full set)")
     mid_band: list[float] = Field(default_factory=lambda: [0.25, 0.75], min_length=2, max_length=2,
                                   description="true-p band reported as the mid band (m_4(p) >= 0.68 inside it)")
 

@@ -8,10 +8,23 @@ Arms (all ``--recipe rgbc`` on the arithmetic world, tiny policies, the shipped 
 - ``full``: T(mu~) omega(kappa) with mu~ over the pre-update screen and the post-update confirm group (the
   default reading);
 - ``full_post``: T(mu_post) omega(kappa) (``rgbc.reward_mu=post``, the proposal's literal "T~ with mu_post as
-  its argument"; omega never bites there: kappa = 1[0 < mu_post < 1] and T(0) = T(1) = 0).
+  its argument"; omega never bites there: kappa = 1[0 < mu_post < 1] and T(0) = T(1) = 0);
+- the instrument control ``law_unimodal`` / ``law_bimodal`` (``coevo.recipes.rgbc.control``): arm full on
+  ``coevo.worlds.arithmetic_law``, whose pass rates follow a known unimodal or bimodal law, 1 round of 4 steps,
+  3 seeds: P1 and P2 must separate the laws, or they do not measure the pool's distribution.
 
-Seeds: synco and full over 20 (P5's pair: at 3 seeds its MDE was >= 15 points), mu_tilde and full_post over
-the first 5 (``Arm.max_seeds``).
+Seeds, held out (issue 30 item 2): evaluation seeds 100-119 (``first_seed``); synco and full over all 20 (P5's
+pair), mu_tilde and full_post over the first 5 (``Arm.max_seeds``). SynCo's budget scale and every Design's
+pilot SD come from the default run at ad836ad, seeds 0-19 (eval seed 12345): ``CALIBRATION`` records them and
+the grid refuses a run on those seeds. ``world.eval_seed`` = the run seed (``seeded``): both runs of a seed pair
+score the same held-out items, and the seeds' spread covers the eval set's.
+
+Default budget (issue 30 item 5: the same training, cheaper runs; ``RUN_CUTS``): a run of the shipped
+settings spent ~40 % of its wall in the oracle audit (48 samples per task before and after the update, ~9,700
+rollouts against ~2,000 that train) and ~25 % in three held-out evaluations of 2,200 items, of which only the
+last is read. The default budget audits with 16 samples, evaluates before the last round on 10 items per
+level (the last evaluation keeps the full set), writes no tensorboard and checks answers in-process: training
+is identical (greedy evaluation and the audit stream move no training RNG), the truth columns are noisier.
 
 Claims (pre-registered, docs/experiments.md): ``P5-full`` (primary): the pooled replicated productive rate
 P[g_1 = 1, g_2 = 1] over the screened tasks, full - synco, paired by seed, against the proposal's own lines
@@ -20,9 +33,10 @@ arm's post-update group as g_2 (lag-matched: synco and mu_tilde confirm before t
 after it); ``P6``: SynCo's seed-to-seed range of its productive rate over its first 3 seeds (success >= 2
 points, failure < 0.5 point; bootstrap interval of the range);
 held-out accuracy per arm (measured) and its paired difference against synco.  Tables: each run's Reasoner
-rollouts (screen + training confirm; the budget match), the RGBC proposal's P1-P4 pooled over the grid with
-their intervals and verdicts (``coevo.recipes.rgbc.predictions``), kappa-bar / nu-bar / l-bar per step and arm
-(mean over seeds) with the oracle's truth beside each, and the no-truth split (all-wrong tasks, mu_1 = 0).
+rollouts (screen + training confirm; the budget match), the RGBC proposal's P1-P4 pooled over the four arms
+with their intervals and verdicts (``coevo.recipes.rgbc.predictions``), the control (P1 / P2 per law),
+kappa-bar / nu-bar / l-bar per step and arm (mean over seeds) with the oracle's truth beside each, and the
+no-truth split (all-wrong tasks, mu_1 = 0).
 """
 from __future__ import annotations
 
@@ -32,13 +46,22 @@ from pathlib import Path
 import numpy as np
 
 from coevo.experiments.claims import Claim, Design, PointSample, over_seeds, paired_by_seed, ratio_paired
-from coevo.experiments.spec import Arm, Experiment
+from coevo.experiments.spec import Arm, Calibration, Experiment
+from coevo.recipes.rgbc.control import LAW_ARMS, control_arms, control_table
 
 ARMS = ("synco", "mu_tilde", "full", "full_post")
 BASE = "synco"
 P5_PAPER, P5_FAIL, P6_LINE, P6_FAIL = 0.03, 0.01, 0.02, 0.005
 P6_SEEDS = 3  # the proposal's range is over its three seeds; a range over more seeds only grows with their number
 HEADLINE_SEEDS, SECONDARY_SEEDS = 20, 5  # synco and full: P5's pair; mu_tilde and full_post: the first 5 seeds
+FIRST_SEED = 100  # evaluation seeds 100-119: the calibration runs used 0-19
+CALIBRATION_SEEDS = tuple(range(20))
+
+
+def main_arms(runs) -> list:
+    """The grid's arms less the control's (``coevo.recipes.rgbc.control``): the budget match, the pooled
+    predictions and the per-step curves are about the four RGBC/SynCo arms."""
+    return [a for a in runs.arms if a not in LAW_ARMS]
 
 
 @functools.lru_cache(maxsize=256)
@@ -123,7 +146,7 @@ def budget_table(runs) -> dict:
     over its seeds and the ratio of means against synco on the same seeds (the match the ±5 % target is about:
     single runs scatter by about ±15 % with how many tasks each accepts)."""
     rows, means = [], []
-    for arm in runs.arms:
+    for arm in main_arms(runs):
         own, base_of = [], []
         for seed in runs.seeds(arm):
             f = run_facts(str(runs.run_dir(arm, seed)))
@@ -146,7 +169,7 @@ def curves_table(runs) -> dict:
     """kappa-bar, nu-bar, l-bar per step and arm, the mean over seeds, each beside the oracle's truth."""
     rows = []
     pairs = (("kappa_bar", "kappa_true"), ("nu_bar", "nu_true"), ("lag_bar", "lag_true"))
-    for arm in runs.arms:
+    for arm in main_arms(runs):
         per = [run_facts(str(runs.run_dir(arm, s)))["per_step"] for s in runs.seeds(arm)]
         for step in sorted({p["step"] for ps in per for p in ps}):
             cells = [arm, step]
@@ -162,7 +185,7 @@ def curves_table(runs) -> dict:
 
 def no_truth_table(runs) -> dict:
     rows = []
-    for arm in runs.arms:
+    for arm in main_arms(runs):
         for seed in runs.seeds(arm):
             nt = run_facts(str(runs.run_dir(arm, seed)))["no_truth"] or {}
             rows.append([arm, seed, nt.get("n_accepted", "-"), nt.get("n", "-"), _f(nt.get("share")),
@@ -172,10 +195,10 @@ def no_truth_table(runs) -> dict:
 
 
 def predictions_table(runs) -> dict:
-    """The RGBC proposal's P1-P4 (and P4-null) pooled over every run of the grid, with their lines."""
+    """The RGBC proposal's P1-P4 (and P4-null) pooled over every run of the four arms, with their lines."""
     from coevo.recipes.rgbc.predictions import evaluate_predictions
 
-    dirs = [runs.run_dir(a, s) for a in runs.arms for s in runs.seeds(a)]
+    dirs = [runs.run_dir(a, s) for a in main_arms(runs) for s in runs.seeds(a)]
     rows = []
     for p in evaluate_predictions(dirs, only=("P1", "P2", "P3", "P4", "P4-null")):
         if p["status"] != "evaluated":
@@ -189,6 +212,7 @@ def predictions_table(runs) -> dict:
 def tables(runs) -> dict:
     return {"Reasoner rollouts per run (budget match)": budget_table(runs),
             "RGBC proposal P1-P4 pooled over the grid": predictions_table(runs),
+            "Control: P1 and P2 on worlds with a known pass-rate law": control_table(runs),
             "kappa-bar, nu-bar, l-bar per step (mean over seeds) beside the oracle's truth": curves_table(runs),
             "No-truth split: all-wrong tasks (mu_1 = 0), not pooled": no_truth_table(runs)}
 
@@ -196,15 +220,19 @@ def tables(runs) -> dict:
 P5_WORDS = ("the full scheme raises the replicated productive rate over the SynCo baseline by at least 3 points at "
             "an equal budget; a gain under 1 point means the two-stage sampling does not pay for itself (RGBC "
             "proposal P5)")
-PILOT = ("the SD of the per-seed differences in the default run at ad836ad (docs/rgbc.md); seeds also evaluated: "
-         "not held out")
+PILOT = ("the SD of the per-seed differences in the default run at ad836ad (docs/rgbc.md), seeds 0-19 and eval seed "
+         "12345: calibration runs (CALIBRATION), held out of the evaluation seeds 100-119")
 
 
 P5_DESIGN = Design("seeds (paired with synco), ~140 screened tasks per RGBC run, ~200 per synco run (the smaller "
                    "count)", P5_PAPER, "the proposal's success line (+3 points)", 0.005,
-                   "the default run at ad836ad, seeds 0-19: the SDs of the per-seed differences (1.6-4.3 pt over the "
-                   "six P5 claims) lie below the binomial SD of ~140 vs ~200 screened tasks at synco's 25 % (4.8 pt): "
-                   "no extra-binomial spread, floor 0.5 pt; seeds also evaluated: not held out", kind="ratio",
+                   "the default run at ad836ad, seeds 0-19 (calibration runs, held out of the evaluation seeds "
+                   "100-119): the SDs of the per-seed differences (1.6-4.3 pt over the six P5 claims) lie below the "
+                   "binomial SD of ~140 vs ~200 screened tasks at synco's 25 % (4.8 pt): no extra-binomial spread, "
+                   "floor 0.5 pt. No seed count reaches 80 % power at the proposal's +3 pt: the estimate must also "
+                   "reach the success line, which a true +3-pt gain does about half the time, so planned power stays "
+                   "under 50 % at any seed count (P5-full: 35 % at 20 seeds); 20 seeds (5 for the secondary arms) are "
+                   "what the 30-minute budget holds with the control arms", kind="ratio",
                    n_per_seed=140, base_rate=0.25)
 
 
@@ -226,7 +254,8 @@ def _p5_post(arm: str) -> Claim:
 def _heldout(arm: str, sd: float) -> Claim:
     return Claim(f"heldout-{arm}-vs-synco", f"arm {arm} against SynCo on held-out accuracy (the proposal's second "
                  "main metric, the benchmark average; no number)", f"held-out accuracy, {arm} - {BASE}, paired by seed "
-                 "(the same held-out items in every run: the t over seeds is the counts' pooled difference)",
+                 "(both runs of a seed score the same 2,200 held-out items, world.eval_seed = the run seed: the t "
+                 "over seeds is the counts' pooled difference, its interval covers the eval set's variation)",
                  paired_by_seed(arm, BASE, heldout), role="secondary", direction=1, smallest_effect=0.01,
                  smallest_effect_why="the proposal reads SynCo's reported +0.8-point difference as noise (P6): a "
                  "held-out gain under 1 point would be no more than that",
@@ -245,7 +274,8 @@ CLAIMS = [
           "range over SynCo's first 3 seeds of its single-shot bearing rate", p6_sample, role="secondary",
           direction=1, success_line=P6_LINE, failure_line=P6_FAIL,
           design=Design("SynCo's first 3 seeds (one range)", P6_LINE, "the proposal's success line (2 points)", 0.0336,
-                        "the width of the bootstrap interval of the default run at ad836ad / 3.92", kind="point",
+                        "the width of the bootstrap interval of the default run at ad836ad (seeds 0-2: calibration "
+                        "runs, held out) / 3.92", kind="point",
                         seeds=P6_SEEDS),
           source_value=P6_LINE, scale=100, unit=" pt"),
     *[Claim(f"heldout-{arm}", f"held-out accuracy of arm {arm} (last round, greedy)", f"held-out accuracy ({arm})",
@@ -262,25 +292,46 @@ CLAIMS = [
 # Synthesizer learns, hence how many tasks pass). Single runs scatter by about +-15 % (how many tasks each accepts);
 # the budget table's per-arm mean rows are the match
 SYNCO_MATCH = ("rgbc.budget_prior=0.39", "rgbc.budget_carry=true", "rgbc.budget_scale=1.3")
+CALIBRATION = [
+    Calibration.on("rgbc.budget_scale=1.3 (SYNCO_MATCH, with rgbc.budget_prior=0.39 rgbc.budget_carry=true)",
+                   "arm synco's mean Reasoner rollouts (screen + training confirm) within +-5 % of each RGBC arm's",
+                   {"seed": CALIBRATION_SEEDS}, "SYNCO_MATCH's comment; docs/rgbc.md 'Budget match'"),
+    Calibration.on("the Designs' pilot SDs (P5-*, P5post-*, P6, heldout-*-vs-synco)", "the planned powers and the "
+                   "seed counts", {"seed": CALIBRATION_SEEDS, "world.eval_seed": (12345,)},
+                   "the default run at ad836ad (docs/experiments.md 'Measured: the default run')"),
+    Calibration.on("the control arms' schedule (1 round x 4 steps x 32 tasks, 3 seeds)", "P1's interval on each "
+                   "law clear of its lines (pilot: unimodal 0.849 [0.768, 0.905], bimodal 0.267 [0.083, 0.595], "
+                   "one run each)", {"seed": (0,)}, "coevo.recipes.rgbc.control; /work/notes/rgbc.md"),
+]
+# the same training, cheaper runs (module docstring): a 16-sample oracle audit, the held-out evaluations before the
+# last round on 10 items per level, no tensorboard, answers checked in-process
+RUN_CUTS = ("synco.audit_samples=16", "synco.eval_interim_per_level=10", "tracking.tensorboard=false",
+            "verify.workers=0")
 CI = ("synco.rounds=1", "synco.steps_per_round=2", "synco.tasks_per_step=8", "synco.audit_samples=4",
       "world.eval_per_level=5")
 
 EXPERIMENT = Experiment(
     name="rgbc-arms",
     description="SynCo against RGBC's arms (mu_tilde, full with mu~, full with mu_post) on the arithmetic world with "
-                "the tiny policies, budget-matched, over seeds: the replicated productive rate (P5), SynCo's seed "
-                "range (P6), P1-P4 pooled, held-out accuracy, and the instruments per step beside the oracle.",
+                "the tiny policies, budget-matched, over held-out seeds: the replicated productive rate (P5), SynCo's "
+                "seed range (P6), P1-P4 pooled, held-out accuracy, the instruments per step beside the oracle, and "
+                "the control: P1 / P2 on worlds with a known unimodal and a known bimodal pass-rate law.",
     arms=[Arm("synco", "cpu", ("recipe=rgbc", "rgbc.arm=synco") + SYNCO_MATCH),
           Arm("mu_tilde", "cpu", ("recipe=rgbc", "rgbc.arm=mu_tilde"), max_seeds=SECONDARY_SEEDS),
           Arm("full", "cpu", ("recipe=rgbc", "rgbc.arm=full")),
-          Arm("full_post", "cpu", ("recipe=rgbc", "rgbc.arm=full", "rgbc.reward_mu=post"), max_seeds=SECONDARY_SEEDS)],
+          Arm("full_post", "cpu", ("recipe=rgbc", "rgbc.arm=full", "rgbc.reward_mu=post"), max_seeds=SECONDARY_SEEDS),
+          *control_arms()],
     claims=CLAIMS,
     seeds=HEADLINE_SEEDS,
-    budgets={"default": (), "ci": CI},
+    first_seed=FIRST_SEED,
+    budgets={"default": RUN_CUTS, "ci": CI},
     seeds_for={"ci": 2},
     tables=tables,
-    notes={"default": "the rgbc CPU defaults as shipped (2 rounds x 5 joint steps, 32 tasks per step, K = 4), "
-                      "1 torch thread per run; synco and full over 20 seeds (P5's pair), mu_tilde and full_post "
-                      "over the first 5",
+    calibration=CALIBRATION,
+    seeded={"world.eval_seed": 0},
+    notes={"default": "the rgbc CPU defaults (2 rounds x 5 joint steps, 32 tasks per step, K = 4), 1 torch thread "
+                      "per run, with RUN_CUTS (16 oracle audit samples, 10 items per level in the evaluations before "
+                      "the last, no tensorboard, in-process answer checks); seeds 100-119: synco and full over 20 "
+                      "(P5's pair), mu_tilde and full_post over the first 5, the control arms over the first 3",
            "ci": "1 round of 2 joint steps, 8 tasks per step, 4 oracle audit samples, 5 eval items per level"},
 )

@@ -34,7 +34,7 @@ from coevo.audit.truth import truth_metrics
 from coevo.ledger.rows import dumps, task_row, verdict_row
 from coevo.ledger.store import StepWriter
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan, sampling_params
-from coevo.recipes.rgbc.state import Candidate, TaskState, match_share
+from coevo.recipes.rgbc.state import Candidate, TaskState, interim_tasks, match_share
 from coevo.recipes.rgbc.arms import ArmFacts, synthesizer_arm_reward
 from coevo.rewards.formulas import advantage_magnitude, quality_gate
 from coevo.recipes.rgbc.k_arm import adv_hat_reward, budget_matched_tasks
@@ -75,6 +75,9 @@ class RGBCRecipe(RecipeBase):
         if missing:
             raise CannotRun(f"recipe {cfg.recipe!r} needs a world with a Synthesizer format "
                               f"({', '.join(missing)} missing on world {getattr(world, 'name', world)!r})")
+        if getattr(world, "scripted", False) and cfg.synco.reasoner_updates:  # coevo.worlds.arithmetic_law
+            raise CannotRun(f"world {world.name!r} scripts the Reasoner's answers (no tokens to train on): set "
+                            f"synco.reasoner_updates=false")
         style = getattr(world, "synthesis_style", "steps")
         if cfg.backend.kind == "tiny" and style != "steps":
             raise CannotRun(f"recipe {cfg.recipe!r} on world {world.name!r} needs a real model "
@@ -84,6 +87,18 @@ class RGBCRecipe(RecipeBase):
     def plan(self) -> list[StepSpec]:
         sc = self.cfg.synco
         return round_plan(sc.rounds, [("train", sc.steps_per_round)])
+
+    def _eval(self, spec: StepSpec, w: StepWriter) -> dict:
+        """The held-out evaluation; ``synco.eval_interim_per_level``: the evaluations before the last round's on
+        the first n items of each level only (greedy: no RNG moves, the training is the same)."""
+        n = self.cfg.synco.eval_interim_per_level
+        if n is None or spec.round >= self.cfg.synco.rounds:
+            return super()._eval(spec, w)
+        full, self.eval_tasks = self.eval_tasks, interim_tasks(self.eval_tasks, n)
+        try:
+            return super()._eval(spec, w)
+        finally:
+            self.eval_tasks = full
 
     def state_dict(self) -> dict:
         return {"recent": self.recent, "last_bearing": self.last_bearing, "rng": self.rng.getstate(),
@@ -210,8 +225,10 @@ class RGBCRecipe(RecipeBase):
         """n Reasoner rollouts per task with verdicts vs the reference (and the oracle where known)."""
         targets = {"reference": [t.reference for t in tasks],
                    "oracle": truths if self.world.has_oracle else None}
+        scripted = getattr(self.world, "scripted_sampler", None)  # a world that fixes the pass rates
         return draw_group(ctx, self.solver, tasks, n, self.sp, purpose, targets, offset=offset, stream=stream,
-                          extract=lambda c: reasoner_answer(self.world, c))
+                          extract=lambda c: reasoner_answer(self.world, c),
+                          sampler=scripted(f"{ctx.step}:{purpose}:{offset}") if scripted else None)
 
     def _audit_pass_rates(self, ctx: StepContext, states: list[TaskState], w: StepWriter, post: bool) -> None:
         """True pass rate (vs oracle) and reference-match rate per task from many extra samples

@@ -10,7 +10,7 @@ from coevo.core.policy import Completion
 from coevo.recipes.rgbc.validate import Consensus, Validation
 from coevo.core.world import Task
 
-__all__ = ["TaskState", "Candidate", "match_share"]
+__all__ = ["TaskState", "Candidate", "match_share", "interim_tasks"]
 
 
 @dataclass
@@ -76,3 +76,16 @@ class Candidate:
 def match_share(verdicts) -> float:
     """Share of verdicts with value 1 (NaN for an empty group)."""
     return float(np.mean([v.value == 1 for v in verdicts])) if verdicts else float("nan")
+
+
+def interim_tasks(tasks: list[Task], n: int) -> list[Task]:
+    """The first n held-out tasks of each level (``meta["difficulty"]``), in the set's order
+    (``synco.eval_interim_per_level``)."""
+    seen: dict = {}
+    out = []
+    for t in tasks:
+        d = t.meta.get("difficulty")
+        if seen.get(d, 0) < n:
+            seen[d] = seen.get(d, 0) + 1
+            out.append(t)
+    return out
