@@ -39,9 +39,9 @@ def print_stress(res: dict) -> None:
         if v:
             t.add_row(f"[b]{name} (pooled)[/b]", str(v["n"]), str(v["broken"]), _fmt(v["rate"]),
                       f"[{_fmt(v['ci_low'])}, {_fmt(v['ci_high'])}]", "", "", "", "")
-    from rich.console import Console
+    from coevo.termwidth import out_console
 
-    Console(width=140).print(t)
+    out_console(wide=140).print(t)  # the terminal's width or COLUMNS; 140 in a pipe
     print(f"reference (ImpossibleRubrics, CASA proposal §prediction P4): {_fmt(res['reference'][0])}-{_fmt(res['reference'][1])}; "
           f"skipped penalty criteria: {res['skipped_penalties']}")
     for b in res["break_examples"]:
