@@ -29,7 +29,7 @@ def print_stress(res: dict) -> None:
                     f"(sandbox: {res['sandbox'].get('reason')}, {res['sandbox'].get('isolation', '-')})")
     for col in ("kind", "should fail", "broken", "break rate", "95% CI", "abstained", "should pass",
                 "false rejects", "recomputed"):
-        t.add_column(col, justify="right" if col != "kind" else "left")
+        t.add_column(col, justify="right" if col != "kind" else "left", overflow="fold")
     for kind, v in res["by_kind"].items():
         ci = "-" if v["ci_low"] is None else f"[{_fmt(v['ci_low'])}, {_fmt(v['ci_high'])}]"
         t.add_row(kind, str(v["n"]), str(v["broken"]), _fmt(v["rate"]), ci, str(v["n_abstained"]),
