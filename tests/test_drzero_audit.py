@@ -75,3 +75,21 @@ def test_retrieve_own_source_lets_source_id_agree_again(tmp_path):
     by = a["false_agreement_by_hop"]
     assert sum(v["false_agreements"] for k, v in by.items() if k != "scope") == a["n_false_agreement"]
     assert sum(v["n"] for k, v in by.items() if k != "scope") == a["false_agreement"]["n"]
+
+
+def test_replay_controls_own_source_and_by_hop(tmp_path):
+    """The replay keeps each bank question's meta (source, hops): with its own source retrievable a source-id
+    scorer agrees with the misread drafts as a same-source scorer does (2 of 8 in the stub), and the by-hop
+    counts add up to the round's (a replay that dropped the meta gave 0 and no hops)."""
+    res = {}
+    for name, extra in (("own", ["crossfit.fold_strategy=source-id", "crossfit.retrieve_own_source=true"]),
+                        ("same", ["crossfit.fold_strategy=same-source"]), ("sid", ["crossfit.fold_strategy=source-id"])):
+        (tmp_path / name).mkdir()
+        _, _, m, _, _ = run_recipe(tmp_path / name, "crossfit", ["crossfit.replay=true", *extra])
+        res[name] = m["audit"][0]
+    assert res["own"]["false_agreement"]["value"] == res["same"]["false_agreement"]["value"] == 2 / 8
+    assert res["sid"]["false_agreement"]["value"] == 0.0
+    for a in res.values():
+        by = {k: v for k, v in a["false_agreement_by_hop"].items() if k != "scope"}
+        assert by and sum(v["n"] for v in by.values()) == 8
+        assert sum(v["false_agreements"] for v in by.values()) == a["n_false_agreement"]

@@ -217,7 +217,7 @@ class DrZeroRecipe(RecipeBase):
         """The replay's scoring: n_answers answers per bank question by the auxiliary solver its
         strategy names (after the aux steps), the oracle's verdicts, and the audit items."""
         ctx, n = self.ctx(spec), self.cfg.drzero.n_answers
-        tasks = [Task(d["task_id"], d["question"], d["label"], dict(d["meta"])) for d in self.dataset]
+        tasks = [Task(d["task_id"], d["question"], d["label"], meta=dict(d["meta"])) for d in self.dataset]
         labels, folds = [t.reference for t in tasks], [d["fold"] for d in self.dataset]
         truths = [self.world.oracle(t) for t in tasks]
         score = steps.score_group(self, ctx, tasks, labels, truths, folds, w)

@@ -170,7 +170,7 @@ def train_on(rec: Parts, spec, w: StepWriter, policy, role: str, items: list[dic
         return {"skipped": "no accepted questions", "n_rollouts": 0}, start
     batch = [items[(start + i) % len(items)] for i in range(min(n, len(items)))]
     src = None if main else retrieval_sources(fold, rec.cf.fold_strategy, rec.folds, rec.cf.retrieve_in_fold)
-    tasks = [with_sources(Task(d["task_id"], d["question"], d["label"], dict(d["meta"])), src) for d in batch]
+    tasks = [with_sources(Task(d["task_id"], d["question"], d["label"], meta=dict(d["meta"])), src) for d in batch]
     truths = [rec.world.oracle(t) for t in tasks]
     ctx = rec.ctx(spec)
     purpose = "train" if main else "aux_train"
