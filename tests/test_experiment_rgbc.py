@@ -1,6 +1,7 @@
-"""``coevo experiment rgbc-arms --budget ci`` (4 arms x 2 seeds of a minute-scale RGBC run): the registered
-command end to end, killed with -9 in the middle and rerun (the killed run resumes); every claim evaluated on
-both seeds, P5 recomputed from the ledgers by hand, the budget table and the report.
+"""``coevo experiment rgbc-arms --budget ci`` (4 arms and the 2 control arms x 2 seeds of a minute-scale RGBC
+run, evaluation seeds 100-101): the registered command end to end, killed with -9 in the middle and rerun (the
+killed run resumes); every claim evaluated on both seeds, P5 recomputed from the ledgers by hand, the budget
+table, the control table and the report.
 
 Marker ``slow`` (~4 min on a quiet 2-core machine): ``pytest -m slow tests/test_experiment_rgbc.py``.
 """
@@ -12,6 +13,8 @@ from experiment_kill import kill_then_finish
 
 pytestmark = pytest.mark.slow
 ARMS = ("full", "full_post", "mu_tilde", "synco")
+CONTROL = ("law_unimodal", "law_bimodal")
+SEEDS = (100, 101)
 
 
 def _productive(run_dir: Path, second: str = "mu_confirm") -> tuple:
@@ -28,8 +31,8 @@ def _productive(run_dir: Path, second: str = "mu_confirm") -> tuple:
 @pytest.mark.timeout(1800)
 def test_rgbc_arms_ci_budget_killed_and_resumed(tmp_path):
     out = tmp_path / "rg"
-    res = kill_then_finish("rgbc-arms", out, "synco-s0", 2)
-    assert res["complete"] and sorted(res["runs"]) == sorted(f"{a}-s{s}" for a in ARMS for s in (0, 1))
+    res = kill_then_finish("rgbc-arms", out, "synco-s100", 2)
+    assert res["complete"] and sorted(res["runs"]) == sorted(f"{a}-s{s}" for a in ARMS + CONTROL for s in SEEDS)
     claims = {c["name"]: c for c in res["claims"]}
     assert list(claims)[:7] == ["P5-full", "P5-full_post", "P5-mu_tilde", "P5post-full", "P5post-full_post",
                                 "P5post-mu_tilde", "P6"]
@@ -41,14 +44,16 @@ def test_rgbc_arms_ci_budget_killed_and_resumed(tmp_path):
     # P5 by hand: the per-seed differences of the replicated productive rate, from the ledgers
     runs = out / "runs"
     rate = lambda c: c[0] / c[1]  # noqa: E731
-    full, syn = [_productive(runs / f"full-s{s}") for s in (0, 1)], [_productive(runs / f"synco-s{s}") for s in (0, 1)]
-    diffs = {s: rate(full[s]) - rate(syn[s]) for s in (0, 1)}
+    full = {s: _productive(runs / f"full-s{s}") for s in SEEDS}
+    syn = {s: _productive(runs / f"synco-s{s}") for s in SEEDS}
+    diffs = {s: rate(full[s]) - rate(syn[s]) for s in SEEDS}
     assert claims["P5-full"]["per_seed"] == {str(s): pytest.approx(d) for s, d in diffs.items()}
     # counts, not a mean of percentages: the pooled rates' difference
-    pooled = sum(f[0] for f in full) / sum(f[1] for f in full) - sum(c[0] for c in syn) / sum(c[1] for c in syn)
+    pooled = (sum(f[0] for f in full.values()) / sum(f[1] for f in full.values())
+              - sum(c[0] for c in syn.values()) / sum(c[1] for c in syn.values()))
     assert claims["P5-full"]["estimate"] == pytest.approx(pooled)
     post = {s: rate(_productive(runs / f"full-s{s}", "mu_post")) - rate(_productive(runs / f"synco-s{s}", "mu_post"))
-            for s in (0, 1)}
+            for s in SEEDS}
     assert claims["P5post-full"]["per_seed"] == {str(s): pytest.approx(d) for s, d in post.items()}
     assert claims["P6"]["n"] == 2 and claims["P6"]["method"].startswith("bootstrap of the range")
     # tables: every run's Reasoner rollouts, the pooled predictions, the curves, the no-truth split
@@ -64,7 +69,9 @@ def test_rgbc_arms_ci_budget_killed_and_resumed(tmp_path):
     assert [row[0] for row in t["RGBC proposal P1-P4 pooled over the grid"]["rows"]] == ["P1", "P2", "P3", "P4",
                                                                                           "P4-null"]
     assert t["No-truth split: all-wrong tasks (mu_1 = 0), not pooled"]["rows"]
+    ctl = t["Control: P1 and P2 on worlds with a known pass-rate law"]["rows"]
+    assert [(r[0], r[1]) for r in ctl] == [("P1", "unimodal"), ("P1", "bimodal"), ("P2", "unimodal"), ("P2", "bimodal")]
     assert {row[0] for row in t["kappa-bar, nu-bar, l-bar per step (mean over seeds) beside the oracle's truth"]["rows"]} \
         == set(ARMS)
     assert (out / "report.html").is_file()
-    assert "--resume" in (runs / "synco-s0.log").read_text()
+    assert "--resume" in (runs / "synco-s100.log").read_text()
