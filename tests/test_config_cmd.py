@@ -35,12 +35,22 @@ def test_show_is_what_run_would_write(tmp_path):
     assert run_coevo("config", "show", "--seed", "3", "--set", "seed=3").returncode == 0  # the same value: fine
 
 
+def test_smoke_budget_of_every_builtin_recipe_validates():
+    """Each built-in recipe's smoke overrides resolve against the preset `coevo run --recipe R` picks."""
+    from coevo.core.registry import BUILTIN
+    from coevo.knobs import resolve_run_config
+
+    for name in BUILTIN:
+        cfg = resolve_run_config(None, None, [f"recipe={name}"], name, "smoke")
+        assert cfg.recipe == name and "budget smoke:" in cfg.note and cfg.backend.threads == 1
+
+
 def test_show_errors_are_one_line():
     one_line_error(run_coevo("config", "show", "--seed", "3", "--set", "seed=4", check=False),
                    "--seed 3 and --set seed=4 disagree")
     one_line_error(run_coevo("config", "show", "--budget", "nope", check=False), "unknown budget 'nope'; available: smoke")
-    one_line_error(run_coevo("config", "show", "--budget", "smoke", "--recipe", "vgopd", check=False),
-                   "budget 'smoke' has no settings for recipe 'vgopd'")
+    one_line_error(run_coevo("config", "show", "--budget", "smoke", "--preset", "examples/toy_recipe.yaml", check=False),
+                   "budget 'smoke' has no settings for recipe 'examples.toy_recipe'")
     one_line_error(run_coevo("config", "show", "--set", "rzero.round=1", check=False), "did you mean 'rounds'")
     one_line_error(run_coevo("config", "keys", "--recipe", "nope", check=False), "unknown recipe 'nope'")
     # the same checks in `coevo run`, before any run directory exists
