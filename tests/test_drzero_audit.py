@@ -89,6 +89,10 @@ def test_replay_controls_own_source_and_by_hop(tmp_path):
         res[name] = m["audit"][0]
     assert res["own"]["false_agreement"]["value"] == res["same"]["false_agreement"]["value"] == 2 / 8
     assert res["sid"]["false_agreement"]["value"] == 0.0
+    # the stub's source-id scorer reads a clean source: it agrees with every right label and no wrong one
+    assert res["sid"]["agreement_by_truth"] == {"scope": "round", "right": {"agree": 6, "n": 6},
+                                                "wrong": {"agree": 0, "n": 2}}
+    assert res["own"]["agreement_by_truth"]["wrong"] == {"agree": 2, "n": 2}
     for a in res.values():
         by = {k: v for k, v in a["false_agreement_by_hop"].items() if k != "scope"}
         assert by and sum(v["n"] for v in by.values()) == 8

@@ -17,7 +17,7 @@ _AUX = (RoleSpec("aux_a", asset="facts_solver", seed_offset=2, lr="lr_solver"),
         RoleSpec("aux_b", asset="facts_solver", seed_offset=3, lr="lr_solver"))
 _COLS = ("false_agreement", "false_agreement_auditor", "pseudo_label_accuracy", "proposer_reward_mean",
          "accept_rate", "solver_reward_mean")
-_OPTIONAL = ("false_agreement_by_hop", "post_hoc_audit")  # the round audit's by-hop counts; the post-hoc audit's
+_OPTIONAL = ("false_agreement_by_hop", "agreement_by_truth", "post_hoc_audit")  # the round audit's counts; the post-hoc
 # the names the round table and its caption use
 COLUMN_NAMES = {"false_agreement": ("FF", "false-agreement mass of the scoring group vs the oracle (internal agreement)"),
                 "false_agreement_auditor": ("FF aud", "false-agreement mass vs the auditor model"),

@@ -204,7 +204,7 @@ def round_audit(rec: Parts, spec, items: list[dict], w: StepWriter) -> dict:
     draft = pseudo_label_accuracy([it["draft_correct"] for it in items])
     agree = ff.extra.get("agreement_rate")
     out = {"false_agreement": {**false_agreement_summary(ff), "scope": "round"},
-           "false_agreement_by_hop": false_agreement_by_hop(items),
+           "false_agreement_by_hop": false_agreement_by_hop(items), "agreement_by_truth": agreement_by_truth(items),
            "pseudo_label_accuracy": {**false_agreement_summary(pl), "scope": "round"},
            "agreement_rate": agree if agree is not None and np.isfinite(agree) else None,
            "n_false_agreement": ff.extra.get("n_false_agreement"),
@@ -224,6 +224,18 @@ def false_agreement_by_hop(items: list[dict]) -> dict:
         sub = [it for it in items if it.get("hops") == h]
         ff = false_agreement_from_flags([it["agrees"] for it in sub], [it["label_correct"] for it in sub])
         out[f"hop{h}"] = {"false_agreements": int(ff.extra["n_false_agreement"]), "n": int(ff.n)}
+    return out
+
+
+def agreement_by_truth(items: list[dict]) -> dict:
+    """How often the scoring group agrees with a right label and with a wrong one: ``{"right": {"agree": k, "n": n},
+    "wrong": {...}}`` (the oracle's verdict on the label; unjudged pairs left out).  ``wrong.agree`` is FF's
+    numerator; ``right.agree / right.n`` tells a scorer that cannot read (it agrees with nothing) from one that
+    reads a clean source (it agrees with right labels and not with wrong ones)."""
+    out: dict = {"scope": "round"}
+    for name, want in (("right", 1), ("wrong", 0)):
+        sub = [it for it in items if it["label_correct"] is not None and int(it["label_correct"]) == want]
+        out[name] = {"agree": sum(1 for it in sub if it["agrees"]), "n": len(sub)}
     return out
 
 
