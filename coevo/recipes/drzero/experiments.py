@@ -82,6 +82,13 @@ def hop_count(hops: tuple):
     return count
 
 
+def right_count(runs, arm: str, seed: int):
+    """``count(runs, arm, seed)``: the scoring group's agreements with *right* labels and the right labels
+    (``agreement_by_truth`` of the last round): a reader that agrees with nothing scores low here too."""
+    r = (runs.summary(arm, seed)["rounds"][-1].get("agreement_by_truth") or {}).get("right") or {}
+    return (r["agree"], r["n"]) if r.get("n") else None
+
+
 def per_seed_dir(runs, arm: str, fn) -> dict:
     out = {}
     for s in runs.seeds(arm):
@@ -134,8 +141,8 @@ ARTIFACT = {
               "misread fact carries the misreading: with no clean source left, the cut cannot come from source "
               "isolation",
     "own": "source-id FF stays 1 point or more below same-source when its scorer may retrieve the question's own "
-           "source: the cut then comes from the fold-trained scorer itself (e.g. one that agrees with nothing), "
-           "not from not reading the misread source",
+           "source: the cut then comes from the fold-trained scorer itself (e.g. one that agrees with nothing: see "
+           "its agreement with right labels), not from not reading the misread source",
     "unfiltered": "same-source FF moves by 1 point or more with its fold filter off: the comparison's baseline is then "
                   "shaped by the filter, not by the scorer having the question's source",
     "hop1": "source-id false agreements on 1-hop questions in the calibrated world (at most one misreading per fact, "
@@ -182,6 +189,10 @@ def ablation_claims() -> list:
                  "passage it retrieves)", "source-id-own-source", "same-source", ARTIFACT["own"]),
         _control("control-unfiltered:same-source", "control (c): the same-source arm with its fold filter off, against "
                  "with it (expected: no change)", "same-source-unfiltered", "same-source", ARTIFACT["unfiltered"]),
+        *[Claim(f"agree-right-{a}", f"the {a} scorer's agreement with right labels (a reader check: a scorer that "
+                "cannot read agrees with nothing, right labels included)", f"agreements with right labels / right "
+                f"labels ({a}), pooled over seeds", ratio_over_seeds(a, right_count), role="measurement", scale=100,
+                unit=" %") for a in (*STRATEGIES, "source-id-own-source", "shared-source-id", "shared-same-source")],
         *[Claim(f"null-ff-{s}", f"the null world (misread_rate 0: nothing to misread) gives FF = 0 with {s} folds",
                 f"FF({s}), misread_rate 0, pooled over seeds", ratio_over_seeds(f"null-{s}", ff_count),
                 role="by construction", construction=NULL_WHY, source_value=0.0, scale=100, unit=" %")

@@ -58,14 +58,15 @@ def audit_proposals(rec, n: int) -> tuple[list, list, list[ParseResult]]:
 
 def audit_counts(agrees: list, label_ok: list, n_contexts: int, n_valid: int) -> dict:
     """The audit's numbers from per-pair flags of the accepted pairs (pure): FF = false agreements / accepted
-    (``coevo.audit.false_agreement``: a pair whose label the oracle did not judge is left out) and the
-    labels' accuracy against the oracle, each with its counts."""
+    (``coevo.audit.false_agreement``: a pair whose label the oracle did not judge is left out), the
+    labels' accuracy against the oracle and the agreements with right labels, each with its counts."""
     ff = false_agreement_from_flags(agrees, label_ok)
     judged = [v for v in label_ok if v is not None]
     right = sum(1 for v in judged if v)
+    right_agree = sum(1 for a, v in zip(agrees, label_ok) if v and a)
     out = {**false_agreement_summary(ff), "scope": "round", "false_agreements": int(ff.extra["n_false_agreement"]),
            "accepted": len(agrees), "audited": int(ff.n), "contexts": n_contexts, "valid": n_valid,
-           "labels_right": right, "labels_judged": len(judged),
+           "labels_right": right, "labels_judged": len(judged), "right_agreements": right_agree,
            "label_accuracy": right / len(judged) if judged else None}
     if out["audited"] == 0:
         out.update(value=None, se=None)
