@@ -35,7 +35,7 @@ ARMS = ("drzero", "msv", "crossfit", "msv+crossfit")
 PAPER_ARMS_FF = {"drzero": 0.061, "msv": 0.057, "crossfit": 0.030, "msv+crossfit": 0.020}  # the arms' FF table, 4B, round 3
 PAPER_PL = 0.747  # Dr. Zero's pseudo-label accuracy, 4B (False Frontiers (FF))
 PAPER_ROLLOUT_RATIO = {"crossfit": 1.755, "msv+crossfit": 2.65}  # +72-79 % and 2.6-2.7x (GPU hours)
-AUDIT_PROMPTS = 64  # post-hoc audit contexts per run (TODO(pilot): sized from power)
+AUDIT_PROMPTS = 64  # post-hoc audit contexts per run (docs/drzero.md "Issue 30": why 64)
 
 internal_count = last_count("false_agreement")  # the round audit's FF of the arm's own scoring group
 
@@ -121,12 +121,13 @@ def rollout_ratio(arm: str, baseline: str = "drzero"):
 
 
 # ---------------------------------------------------------------------- claims
-PILOT = "pilot on calibration seeds 0-2 (world = fold = run seed; docs/drzero.md 'Pilots, issue 30')"
-FF_PILOT_SD = 0.02  # TODO(pilot)
-PL_PILOT_SD = 0.02  # TODO(pilot)
-COVER_PILOT_SD = 0.02  # TODO(pilot)
-AUDITED_MSV = 40  # TODO(pilot): accepted audited pairs per MSV+CrossFit run
-TRAINED_MSV = 80  # TODO(pilot): accepted training questions per MSV+CrossFit run (2 rounds)
+# pilot: the default grid on calibration seeds 0-2, world = fold = run seed (docs/drzero.md "Issue 30", pilots)
+PILOT = "pilot on calibration seeds 0-2 (world = fold = run seed; docs/drzero.md 'Issue 30')"
+FF_PILOT_SD = 0.005  # Dr. Zero's FF 5/64, 7/64, 6/63: SD 1.6 points, below the binomial 3.7: the floor
+PL_PILOT_SD = 0.005  # Dr. Zero's labels 98/128, 99/128, 95/126: SD 1.0 point, below the binomial 3.8: the floor
+COVER_PILOT_SD = 0.0289  # CrossFit - Dr. Zero Cover-EM per seed: -2.5, +2.5, +2.5 points
+AUDITED_MSV = 42  # accepted audited pairs per MSV+CrossFit run: 44, 44, 39
+TRAINED_MSV = 79  # accepted training questions per MSV+CrossFit run (2 rounds): 77, 83, 78
 PL_SESOI_WHY = ("one point of label accuracy, the FF line's size: a smaller change in what the solver learns from "
                 "is below what the source reads as a change (MSV's 0.4-point FF move is 'barely')")
 
@@ -139,7 +140,8 @@ def _ff_vs(arm: str, role: str, statement: str, n: int) -> Claim:
                                f"~{n} accepted audited pairs per run (the smaller arm)",
                                PAPER_ARMS_FF[arm] - PAPER_ARMS_FF["drzero"], f"the source's effect (6.1 -> "
                                f"{100 * PAPER_ARMS_FF[arm]:.1f} %) at the source's rates", FF_PILOT_SD,
-                               f"{PILOT}: SD of the per-seed FF differences", kind="ratio", n_per_seed=n,
+                               f"{PILOT}: extra-binomial SD of Dr. Zero's FF between seeds (observed 1.6 points, "
+                               "below the binomial 3.7: floor 0.5 points)", kind="ratio", n_per_seed=n,
                                base_rate=PAPER_ARMS_FF["drzero"]),
                  source_value=PAPER_ARMS_FF[arm] - PAPER_ARMS_FF["drzero"], scale=100, unit=" pp",
                  source_note="one instrument for every arm: the main solver's answers to the final proposer's "
@@ -159,10 +161,14 @@ def tested_claims() -> list:
                             PAPER_ARMS_FF["drzero"] - PAPER_ARMS_FF["msv+crossfit"],
                             "the effect the source's FF table implies (+4.1 points: its 6.1 -> 2.0 % FF cut, were "
                             "every false agreement removed a wrong label removed); the source prints no label "
-                            "accuracy per arm", PL_PILOT_SD, f"{PILOT}: SD of the per-seed accuracy differences",
+                            "accuracy per arm; 80 % power needs 47 seeds at this binomial design, the 30 that fit "
+                            "the 30-minute budget give 57 % (the paired per-seed differences of the pilot, SD 2.2 "
+                            "points, are far below the binomial 5.3)", PL_PILOT_SD, f"{PILOT}: extra-binomial SD of Dr. Zero's label "
+                            "accuracy between seeds (observed 1.0 point, below the binomial 3.8: floor 0.5 points)",
                             kind="ratio", n_per_seed=TRAINED_MSV, base_rate=PAPER_PL),
               source_value=None, scale=100, unit=" pp"),
-        _ff_vs("crossfit", "secondary", "CrossFit cuts FF against Dr. Zero (the source, 4B: 6.1 % -> 3.0 %)", 64),
+        _ff_vs("crossfit", "secondary", "CrossFit cuts FF against Dr. Zero (the source, 4B: 6.1 % -> 3.0 %; 31 seeds "
+               "for 80 % at 0.05 / 2, the 30 run give 79 %)", 64),
         Claim("cover-em-crossfit-vs-drzero", "CrossFit raises held-out Cover-EM over Dr. Zero (the source, 4B: +8.8 "
               "points on 7 benchmarks, 0.400 -> 0.488)", "held-out Cover-EM, CrossFit - Dr. Zero, paired by seed",
               paired_dir("crossfit", "drzero", run_cover_em, "Cover-EM"), role="secondary", direction=1,
@@ -243,11 +249,11 @@ DRZERO_ARMS = Experiment(
     arms=[Arm("drzero", "drzero"), Arm("msv", "drzero", ("drzero.msv=true",)), Arm("crossfit", "crossfit"),
           Arm("msv+crossfit", "msv+crossfit")],
     claims=tested_claims() + measurements(),
-    seeds=20,  # TODO(pilot): from power
+    seeds=30,  # FF co-primary: 21 for 80 %; label co-primary: 47 (binomial design), 30 fit 30 min (docs/drzero.md)
     first_seed=FIRST_SEED,
     seeded=dict(SEEDED),
     calibration=calibration("drzero-arms' pilot (the grid at its default budget: FF, label accuracy, Cover-EM)",
-                            "docs/drzero.md 'Pilots, issue 30'"),
+                            "docs/drzero.md 'Issue 30'"),
     budgets={"default": ARMS_DEFAULT, "ci": ARMS_CI},
     seeds_for={"ci": 2},
     tables=arms_tables,
