@@ -23,6 +23,7 @@ def register(apps: dict) -> None:
 def worker(ctx: typer.Context) -> None:
     """Serve run requests on stdin (used by ``coevo experiment``; not for people)."""
     root = ctx.find_root().command
+    die_with_parent()
     warm_up()
     for line in sys.stdin:
         if not line.strip():
@@ -31,6 +32,22 @@ def worker(ctx: typer.Context) -> None:
         rc, cpu = fork_run(root, list(req["argv"]), req["log"])
         sys.stdout.write(json.dumps({"rc": rc, "cpu_s": cpu}) + "\n")
         sys.stdout.flush()
+
+
+def die_with_parent() -> None:
+    """Linux: SIGKILL this process when the thread that started it ends (the experiment's job thread, or the
+    experiment itself killed), so no worker or run outlives its experiment; elsewhere a no-op."""
+    import ctypes
+    import signal
+
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
 
 
 def warm_up() -> None:
@@ -56,6 +73,7 @@ def fork_run(root, argv: list, log: str) -> tuple:
     if pid == 0:  # the child: never returns
         code = 1
         try:
+            die_with_parent()
             fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             null = os.open(os.devnull, os.O_RDONLY)
             os.dup2(null, 0)
