@@ -67,10 +67,19 @@ CALIBRATION = [
                    _PILOT, "scripts/casa_pilot.py at the default budget, seeds 0-4 with world seeds = run seed; "
                    "docs/casa.md"),
 ]
-_P = "pilot: the default budget on calibration seeds 0-4 (world seeds = run seed), scripts/casa_pilot.py"
-# claim -> (pilot SD of one seed's value (paired difference), where it came from); "reversals": extra-binomial SD
+_P = ("the pilot (coevo.recipes.vgopd.experiment_pilot): the default budget on calibration seeds 0-4 (world, abstention "
+      "and held-out seeds = the run seed), per-seed values ")
+# claim -> (pilot SD of one seed's value (a paired difference), where it came from); "reversals": the SD of the
+# reversal rate between seeds beyond the binomial part of a seed's ~9 decided reversals
 PILOT = {
-    "heldout-C-A": (0.036, _P), "heldout-B-A": (0.036, _P), "reversals": (0.32, _P), "CASA-P3": (0.0105, _P),
-    "CASA-P3-precision": (0.011, _P), "q-n:reward-bias-A": (0.004, _P), "rev-n:reward-bias-A": (0.004, _P),
-    "q-n:recheck-rejected-C": (0.0246, _P), "rev-n:recheck-rejected-C": (0.0246, _P),
+    "heldout-C-A": (0.0124, _P + "+3.1, +0.4, +0.2, +0.7, +0.2 pt (5 seeds; at 100 held-out prompts it was 3.6 pt)"),
+    "heldout-B-A": (0.0070, _P + "+1.4, +0.8, 0.0 pt (3 seeds)"),
+    "reversals": (0.05, _P + "8.8 decided reversals a run, rates 1, 0.875, 1, 0.9, 0.857: their SD 0.069 lies below the "
+                  "binomial SD 0.085, so no extra-binomial part was measured; 0.05 is a floor, not a measurement"),
+    "CASA-P3": (0.0085, _P + "+0.034, +0.023, +0.032, +0.037, +0.046 (5 seeds)"),
+    "CASA-P3-precision": (0.0197, _P + "+0.212, +0.236, +0.197 (3 seeds)"),
+    "q-n:reward-bias-A": (0.0022, _P + "+0.73, +1.00, +0.92, +1.34, +0.99 pt (5 seeds)"),
+    "rev-n:reward-bias-A": (0.0038, _P + "-0.95, -1.49, -1.99, -1.28, -1.56 pt (5 seeds)"),
+    "q-n:recheck-rejected-C": (0.0304, _P + "-18.1, -16.4, -23.1, -22.2, -17.2 pt (5 seeds)"),
+    "rev-n:recheck-rejected-C": (0.0376, _P + "+28.5, +21.7, +21.0, +18.3, +22.9 pt (5 seeds)"),
 }

@@ -52,8 +52,10 @@ COMMON = ("world.options.total_setup=true", f"world.options.train_exclude=[{FAMI
           "vgopd.rounds=1", "vgopd.steps_per_round=10", "vgopd.initial_eval=false")
 ARMS = {"A": ("casa.arm=A",), "B": ("casa.arm=B",), "C": ("casa.arm=C", "casa.discount=one_minus_precision"),
         "Cp": ("casa.arm=C", "casa.discount=precision")}
-CORE = ("A", "C")  # the primary's pair: every seed in every world; the other arms run the first SECONDARY_SEEDS
-SEEDS, SECONDARY_SEEDS = 20, 6
+CORE = ("A", "C")  # the primary's pair: every seed in every world
+# seeds from power (montecarlo.seeds_for_power at the pilot SDs of experiment_worlds.PILOT): the primary needs 15 for
+# 80 % at +2 points; q:heldout-B-A 11 (B runs 11 in every world, so its controls pair with it); C (x p) 6
+SEEDS, MAX_SEEDS = 15, {"B": 11, "Cp": 6}
 SEEDED = {"world.options.seed": 0, "world.options.channel_seed": 0, "world.options.eval_seed": 0}
 
 
@@ -130,18 +132,25 @@ HELDOUT_WHY = ("1 point of held-out accuracy is the smallest gain that would jus
                "proposal gives no number; it was one prompt of the 100-prompt set at pre-registration)")
 BIAS_SESOI_WHY = ("half a point of the axis score is about one (rollout, axis) row in a hundred lifted by a whole "
                   "weight-1 criterion: less would not reorder the answers of a 12-prompt x 8-rollout step")
-ARTIFACT_C = ("the primary is an artifact of the world's abstention rates, not of answer-dependent abstention, if C - A "
-              "here is as large as on the consequential world")
+
+
+def _artifact(w: str, x: str) -> str:
+    """The result on control world ``w`` that would mark q:heldout-{x}-A an artifact."""
+    if w == "n":
+        return (f"q:heldout-{x}-A is an artifact of the world's abstention rates, not of answer-dependent abstention, "
+                f"if {x} - A here is as large as on the consequential world")
+    return (f"in the reversed world the abstained criteria are mostly passed ones: q:heldout-{x}-A is not about which "
+            f"answers abstain if {x} - A here is as large as on the consequential world")
 
 
 def _heldout_claim(w: str, label: str, arm: str, role: str, what: str) -> Claim:
-    name = f"{w}:heldout-{arm.split('-')[1]}-A"
+    x = arm.split("-")[1]
+    name = f"{w}:heldout-{x}-A"
     if w != "q":
-        return Claim(name, f"[{label}] held-out accuracy, {what} - A: a control of q:heldout-{arm.split('-')[1]}-A "
-                     f"({ARTIFACT_C if w == 'n' else 'in the reversed world C learns from licences on passed criteria: a gain here as large as on the consequential world would say the gain is not about which answers abstain'})",
+        return Claim(name, f"[{label}] held-out accuracy, {what} - A: a control of q:heldout-{x}-A ({_artifact(w, x)})",
                      "final-round held-out accuracy, paired by seed", paired_by_seed(arm, f"{w}-A", heldout),
                      role="measurement", scale=100, unit=" pt")
-    sd, origin = PILOT[f"heldout-{arm.split('-')[1]}-A"]
+    sd, origin = PILOT[f"heldout-{x}-A"]
     return Claim(name, f"[{label}] training on {what}'s reward instead of A's raises held-out accuracy when "
                  "abstention depends on the answer (the CASA proposal's arms)", "final-round held-out accuracy, "
                  "paired by seed (1000 prompts in every run: the t over seeds is the counts' pooled difference)",
@@ -171,9 +180,9 @@ def _world_claims(w: str) -> list:
               "arm A, pooled over seeds", ratio_over_seeds(A, reversal_count),
               **(dict(role="secondary", direction=1, smallest_effect=0.55, smallest_effect_why="the oracle siding with "
                       "r~ in under 55 of 100 decided reversals would make r~ barely safer than a coin",
-                      design=Design("seeds, ~3 decided reversals per run", 0.75, "a clear majority (3 of 4); the "
+                      design=Design("seeds, ~9 decided reversals per run", 0.75, "a clear majority (3 of 4); the "
                                     "proposal gives no number", PILOT["reversals"][0], PILOT["reversals"][1],
-                                    kind="rate", n_per_seed=3)) if q else dict(role="measurement")),
+                                    kind="rate", n_per_seed=9)) if q else dict(role="measurement")),
               scale=100, unit=" %"),
         Claim(f"{w}:recheck-rejected-C", f"[{label}] share of arm C's low-confidence (abstention-channel) licences "
               "the oracle re-check rejects", "rejected / re-checked abstention licences, arm C (1 - p)",
@@ -236,8 +245,8 @@ def _cross_world_claims() -> list:
                            "abstained criteria are truly failed ones"),
         _rejected_contrast("rev", 1, "mirror control: arm C's low-confidence licences are rejected more often when the "
                            "abstained criteria are truly passed ones"),
-        Claim("q-n:heldout-C-A", f"control of the primary: C - A held-out accuracy on the consequential world minus "
-              f"the same on the phi-matched null world ({ARTIFACT_C}: this difference at or below 0)",
+        Claim("q-n:heldout-C-A", "control of the primary: C - A held-out accuracy on the consequential world minus "
+              f"the same on the phi-matched null world ({_artifact('n', 'C')}: this difference at or below 0)",
               "final-round held-out accuracy, (q-C - q-A) - (n-C - n-A), paired by seed",
               _diff_in_diff("q", "n", "C", "A", heldout), role="measurement", scale=100, unit=" pt"),
     ]
@@ -248,7 +257,7 @@ CI = ("vgopd.steps_per_round=1", "vgopd.prompts=6", "world.options.eval_n=20")
 
 
 def _arms() -> list:
-    return [Arm(f"{w}-{a}", "vgopd", (*COMMON, *settings, *ARMS[a]), max_seeds=None if a in CORE else SECONDARY_SEEDS)
+    return [Arm(f"{w}-{a}", "vgopd", (*COMMON, *settings, *ARMS[a]), max_seeds=MAX_SEEDS.get(a))
             for w, (_, settings, arms) in WORLDS.items() for a in arms]
 
 
@@ -266,7 +275,7 @@ EXPERIMENT = Experiment(
     seeds_for={"ci": 2},
     tables=tables,
     notes={"default": "1 round x 10 steps x 12 prompts x G 8, one held-out evaluation of 1000 prompts after training, "
-                      "1 torch thread; A and C every seed, B and C (x p) the first six",
+                      "1 torch thread; A and C 15 seeds in every world, B 11, C (x p) 6",
            "short": "1 round x 6 steps x 8 prompts, 400 held-out prompts (a loaded machine's stand-in)",
            "ci": "1 round of 1 step, 6 prompts, 20 held-out prompts, 2 seeds: grid, resume and verdicts, not the science"},
     calibration=CALIBRATION,
