@@ -127,7 +127,9 @@ def test_crossfit_scores_by_other_fold_with_fold_retrieval(tmp_path):
         meta = json.loads(t["meta_json"])
         assert meta["fold"] == folds[meta["source_id"]]
         assert meta["scorer"] == ("aux_b" if meta["fold"] == 0 else "aux_a")  # the other fold scores
-    # the other fold never retrieves the misread source: it disagrees with every wrong draft -> FF = 0
+    # the other fold never retrieves the misread source: it disagrees with every wrong draft, so the round audit's
+    # FF of the scoring group (CrossFit's *internal agreement*, not FF across arms) is 0 by construction; FF with one
+    # instrument for every arm is the post-hoc audit's (tests/test_drzero_audit.py: equal to Dr. Zero's here)
     a = m["audit"][0]
     assert a["false_agreement"]["value"] == 0.0 and a["false_agreement"]["n"] == 8
     # R_P = 0.5 x format + f(k): right drafts k = 5 -> 0.5, wrong drafts k = 0 -> 0.5 (f(0) = 0)

@@ -6,7 +6,7 @@ seed), two fresh auxiliary solvers train ``crossfit.aux_steps`` GRPO steps on th
 scorer the fold strategy names answers every bank question ``n_answers`` times (``crossfit.replay: true``: one
 ``coevo run`` per (arm, seed)).  FF here is the *scorer's* agreement with a wrong draft: the instrument of the
 source's ablation.  Arms: the three strategies on the calibrated world; the same three on the null world
-(``misread_rate=0``: FF = 0 by construction); and three controls (issue #30):
+(``misread_rate=0``: FF = 0 by construction, 3 seeds); and three controls (issue #30):
 
 - ``shared-source-id`` / ``shared-same-source``: the world where a planted misreading is in *every* source of
   its fact (``world.options.misread_shared``: an error shared through pretraining, the limitation the source
@@ -17,8 +17,10 @@ source's ablation.  Arms: the three strategies on the calibrated world; the same
 
 Claims: FF(source-id) < FF(random-question) (primary), FF(random-question) < FF(same-source), FF(source-id) <
 FF(same-source) (each a paired-by-seed difference of pooled counts, smallest effect of interest 1 point); the
-controls' differences and FF by hop as measurements (each with the result that would mark the headline an
-artifact, docs/drzero.md); the null world's FF (by construction).
+controls' differences, FF by hop and each scorer's agreement with right labels (a reader check) as
+measurements, each control with the result that would mark the headline an artifact (docs/drzero.md "Issue
+30"); the null world's FF (by construction).  16 seeds: the primary needs 6 for 80 % power, 16 resolve the
+controls' 1-point artifact lines.
 
 ``drzero-arms`` (False Frontiers' four arms, its FF table and its cost table) is in ``arms.py``.
 
