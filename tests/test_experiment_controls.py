@@ -300,7 +300,7 @@ def test_casa_reward_bias_identities():
 
 def test_casa_p1_is_fixed_by_the_world():
     """phi per (rollout, axis) is the abstained share of the axis' positive weight: on the world's layout it
-    takes a few values (0, 0.2, 0.25 ... 1). With every criterion abstaining independently at 5-20 % (the two
+    takes a few values (0, 0.2, 0.25 ... 1). With every criterion abstaining independently at 5-20 % (the
     worlds' judge / timeout / parser rates), more than 5 % of rows abstain somewhere, so p95(phi) is one of those
     values, far above CASA-P1's 0.10 line at any rate the worlds use: the row carries no verdict."""
     for a in (0.05, 0.1, 0.2):
