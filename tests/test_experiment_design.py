@@ -41,17 +41,17 @@ def test_design_of_every_experiment(name):
 
 
 def test_design_text_and_more_seeds_more_power():
-    """drzero-arms' headline at its 5 seeds and at 20: the power grows before an hour is spent. (RGBC's P5 would
-    not show it: at the source's +3 points, which is also its success line, the estimate reaches the line at
+    """drzero-arms' FF co-primary at 5 seeds and at its 30: the power grows before an hour is spent. (RGBC's P5
+    would not show it: at the source's +3 points, which is also its success line, the estimate reaches the line at
     most half the time whatever the seeds, so its planned power stays at or under 50 %.)"""
     base = json.loads(coevo("experiment", "drzero-arms", "--design", "--json").stdout)
-    more = json.loads(coevo("experiment", "drzero-arms", "--design", "--json", "--seeds", "20").stdout)
-    assert base["n_sims"] == 20000 and {c["name"] for c in base["claims"]} == {c["name"] for c in more["claims"]}
-    ff = lambda d: next(c for c in d["claims"] if c["name"] == "ff-drzero-vs-msv+crossfit")  # noqa: E731
-    assert ff(base)["seeds"] == 5 and ff(more)["seeds"] == 20 and ff(more)["power"] > ff(base)["power"] + 0.5
+    fewer = json.loads(coevo("experiment", "drzero-arms", "--design", "--json", "--seeds", "5").stdout)
+    assert base["n_sims"] == 20000 and {c["name"] for c in base["claims"]} == {c["name"] for c in fewer["claims"]}
+    ff = lambda d: next(c for c in d["claims"] if c["name"] == "ff-msv+crossfit-vs-drzero")  # noqa: E731
+    assert ff(base)["seeds"] == 30 and ff(fewer)["seeds"] == 5 and ff(base)["power"] > ff(fewer)["power"] + 0.5
     txt = coevo("experiment", "drzero-arms", "--design").stdout
-    assert txt.startswith("drzero-arms · design for budget default · 5 seeds") and "pilot SD from" in txt
-    assert "ff-drzero-vs-msv+crossfit" in txt and "familywise false-supported" in txt
+    assert txt.startswith("drzero-arms · design for budget default · 30 seeds") and "pilot SD from" in txt
+    assert "ff-msv+crossfit-vs-drzero" in txt and "familywise false-supported" in txt
 
 
 BAD = Experiment("bad", "a claim without lines", [Arm("a")],
