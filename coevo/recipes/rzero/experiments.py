@@ -98,7 +98,12 @@ def tables(runs) -> dict:
                               "gain / SE", "PL acc per round"], "rows": rows}}
 
 
-PILOT = "pilot at seeds 0-2 (eval sets 1000-1002; calibration seeds, held out of the evaluation)"
+PILOT = ("the pilot of issue 30: each arm at calibration seeds 0-2 (eval sets 1000-1002), held out of the "
+         "evaluation (notes/rzero.md)")
+# --jobs 2 on 2 cores, 30 min: ~3,300 CPU-s of runs at ~215 s (two), ~110 s (frozen), ~215 s (single) per run
+BUDGET = ("16 seeds would give 80 % at the source's effect; the 30-minute budget (--jobs 2, 2 cores) allows 8 "
+          "seeds of two + frozen beside 3 of single: planned power ~47 %")
+HEADLINE_SEEDS, SINGLE_SEEDS = 8, 3
 CLAIMS = [
     Claim("two-vs-frozen", "training the Challenger helps the Solver: Qwen3-4B-Base's math average is 45.01 with "
           "the base Challenger's questions (R-Zero (challenger)) and 49.93 with R-Zero, +4.92 points (Table 1; here: "
@@ -109,7 +114,8 @@ CLAIMS = [
                               "models is +1.54 points (OctoThinker-8B, 36.98 -> 38.52): a gap under 1.5 points is "
                               "below every gap it reports",
           design=Design("seeds (paired: two - frozen)", PAPER_VS_FROZEN / 100, "the source's effect (+4.92 points, "
-                        "Qwen3-4B-Base)", 0.02, f"SD of the per-seed differences (to be measured), {PILOT}"),
+                        "Qwen3-4B-Base)", 0.0439, f"SD of the per-seed differences +3.6 / +3.6 / -4.0 pt, {PILOT}; "
+                        f"{BUDGET}"),
           source_value=PAPER_VS_FROZEN / 100, source_note="+4.92 points on math benchmarks: another world, compared "
           "in sign and against the source's smallest gap", scale=100, unit=" pt"),
     Claim("frontier-gain", "R-Zero's co-evolution raises the Solver's accuracy: Qwen3-4B-Base's math average "
@@ -119,7 +125,7 @@ CLAIMS = [
           smallest_effect_why="R-Zero's smallest math-average gain over its four base models is +2.11 points "
                               "(OctoThinker-8B): a gain under 2 points is below every gain the source reports",
           design=Design("seeds (one run of arm two each)", PAPER_GAIN / 100, "the source's effect (+7.36 points)",
-                        0.02, f"SD of the per-seed gains (to be measured), {PILOT}"),
+                        0.024, f"SD of the per-seed gains +4.8 / +2.6 / +0.0 pt, {PILOT}"),
           source_value=PAPER_GAIN / 100, source_note="+7.36 points on math benchmarks: another world, compared in "
           "sign and against the source's smallest gain", scale=100, unit=" pt"),
     Claim("frontier-gain-frozen", "the Solver's frontier gain with an untrained Challenger (the control's own gain; "
@@ -135,10 +141,11 @@ CLAIMS = [
           direction=-1, smallest_effect=-0.05,
           smallest_effect_why="the source's own round-to-round drops are 10 and 6 points: a decline under 5 points "
                               "over three rounds is smaller than either",
-          design=Design("seeds (paired rounds of one run each), ~170 kept labels per round", PAPER_PL[-1] - PAPER_PL[0],
-                        "the source's effect (63 - 79 = -16 points) at its round-1 rate", 0.02,
-                        f"SD of the round-1 rate between seeds (to be measured), {PILOT}", kind="ratio",
-                        n_per_seed=170, base_rate=PAPER_PL[0]),
+          design=Design("seeds (paired rounds of one run each), 141-202 kept labels per round (150)",
+                        PAPER_PL[-1] - PAPER_PL[0], "the source's effect (63 - 79 = -16 points) at the pilot's "
+                        "round-1 rate (62 %)", 0.0131, f"SD of the round-1 rate between seeds (60.8 / 62.7 / 63.3 %; "
+                        f"the declines -13.4 / -14.1 / -13.7 pt), {PILOT}", kind="ratio", n_per_seed=150,
+                        base_rate=0.62),
           source_value=PAPER_PL[-1] - PAPER_PL[0], scale=100, unit=" pt", arms=("two",)),
     Claim("two-vs-single", "two models (Challenger and Solver apart) against one shared model (Single): at step 45 "
           "the source's two models reach 49.12, Single 45.57 (+3.55 points)",
@@ -147,7 +154,9 @@ CLAIMS = [
           smallest_effect_why="the source prints the same R-Zero model as 49.93 and 49.07 in two tables, 0.86 points "
                               "apart: a gap under 1 point is inside its own reporting noise",
           design=Design("seeds (paired: two - single)", 0.0355, "the source's effect (+3.55 points at step 45)",
-                        0.02, f"SD of the per-seed differences (to be measured), {PILOT}"),
+                        0.0122, f"SD of the per-seed differences +1.0 / -0.6 / -1.3 pt, {PILOT}; the Single arm "
+                        f"runs the first {SINGLE_SEEDS} seeds only (the budget goes to the headline): planned "
+                        f"power ~20 %, 5 seeds would give ~73 %"),
           source_value=0.0355, source_note="both arms start their Solver from the same checkpoint (asset shared) "
           "and take the same Solver updates", scale=100, unit=" pt"),
 ]
@@ -156,14 +165,14 @@ CALIBRATION = [
     Calibration.on("the designs' pilot SDs (two - frozen, two's gain, the pseudo-label rates, two - single)",
                    "the planned power and the seed count of each tested claim",
                    {"seed": range(3), "world.eval_seed": [EVAL_SEED_OFFSET + s for s in range(3)]},
-                   "/work/notes/rzero.md (pilot: coevo run of each arm at seeds 0-2)"),
+                   "The pilot of issue 30 (notes/rzero.md): coevo run of each arm at seeds 0-2, one at a time"),
     Calibration.on("the earlier pilots (two and single, solver asset vs shared asset)",
                    "the pilot SDs of the designs before issue 30",
-                   {"seed": range(3), "world.eval_seed": [12345]}, "docs/experiments.md (the default run at ad836ad)"),
+                   {"seed": range(3), "world.eval_seed": [12345]}, "The default run at ad836ad (docs/experiments.md)"),
     Calibration.on("backend.checkpoints.solver=asset:shared (pretraining stopped at greedy L3 accuracy 1/2)",
                    "a frontier: the starting Solver right on about half of the L3 questions",
-                   {}, "coevo/recipes/rzero/pretrain.py stop_at, coevo/assets/pretrain_info.json: chosen on "
-                   "pretraining's data seed 0 and its dev set (dev-L3-4242), no run seed or eval set"),
+                   {}, "Pretraining (coevo/recipes/rzero/pretrain.py stop_at, coevo/assets/pretrain_info.json): chosen "
+                   "on its data seed 0 and its dev set dev-L3-4242, no run seed or eval set"),
 ]
 
 CI = ("rzero.rounds=3", "rzero.challenger_prompts=2", "rzero.solver_steps=1", "rzero.n_candidates=16",
@@ -176,9 +185,10 @@ EXPERIMENT = Experiment(
                 "and the Single (shared-parameter) ablation, all from one starting Solver, paired by seed.",
     arms=[Arm("two", "cpu", (f"backend.checkpoints.solver={START}",)),
           Arm("frozen", "cpu", (f"backend.checkpoints.solver={START}", "rzero.challenger_steps=0")),
-          Arm("single", "cpu", ("backend.roles=shared", f"backend.checkpoints.shared={START}"))],
+          Arm("single", "cpu", ("backend.roles=shared", f"backend.checkpoints.shared={START}"),
+              max_seeds=SINGLE_SEEDS)],
     claims=CLAIMS,
-    seeds=3,
+    seeds=HEADLINE_SEEDS,
     first_seed=100,
     seeded={"world.eval_seed": EVAL_SEED_OFFSET},
     calibration=CALIBRATION,
