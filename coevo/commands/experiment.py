@@ -138,7 +138,7 @@ def print_design(d: dict) -> None:
                   fmt(r["pilot_sd"], k, u).lstrip("+"), f"{100 * r['power']:.0f} % (alpha {r['power_alpha']:.3g})")
     c.print(t)
     for line in calibration_lines(d.get("calibration")):
-        c.print(line, soft_wrap=True)
+        c.print(line, soft_wrap=True, markup=False)
     for r in d["claims"]:
         c.print(f"- {r['name']} ({r['role']}): {r['statement']}", soft_wrap=True)
         if r.get("smallest_effect_why"):
@@ -212,7 +212,7 @@ def print_result(res: dict, file=None) -> None:
                       f"failure lines): {100 * (res.get('familywise_false_supported') or 0):.1f} % +- "
                       f"{100 * (res.get('familywise_mc_se') or 0):.1f} (Monte Carlo)", soft_wrap=True)
     for line in calibration_lines(res.get("calibration")):
-        console.print(line, soft_wrap=True)
+        console.print(line, soft_wrap=True, markup=False)
     for title, tab in (res.get("tables") or {}).items():
         tt = Table(title=title)
         for h in tab["head"]:

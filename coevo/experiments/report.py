@@ -175,7 +175,8 @@ def calibration_lines(cals) -> list:
     """One line per calibration: what was chosen, to reach what, on which seeds (evaluation runs use none of them)."""
     out = []
     for cal in cals or []:
-        on = "; ".join(f"{k} {', '.join(map(str, v)) if len(v) < 6 else f'{v[0]}-{v[-1]}'}" for k, v in cal["seeds"].items())
+        on = "; ".join(f"{k} {', '.join(map(str, v)) if len(v) < 6 else f'{v[0]}-{v[-1]}'}"
+                       for k, v in cal["seeds"].items() if v) or "no seed (nothing an evaluation run could reuse)"
         out.append(f"calibrated: {cal['setting']} (to reach {cal['target']}) on {on}; evaluation runs use none of these"
                    + (f" [{cal['record']}]" if cal.get("record") else ""))
     return out
