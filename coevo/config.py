@@ -84,8 +84,9 @@ class BackendConfig(Strict):
     roles: Literal["separate", "shared", "lora"] = Field(
         "separate", description="separate = two policies; shared = one policy for both roles (R-Zero 'Single'); "
                                 "lora = two adapters on one base (hf)")
-    checkpoints: dict[str, str] = Field(default_factory=dict, description="tiny: role -> checkpoint path; a role "
-                                        "not named uses the legacy *_checkpoint field or its shipped asset")
+    checkpoints: dict[str, str] = Field(default_factory=dict, description="tiny: role -> checkpoint path, or "
+                                        "asset:NAME for the shipped coevo/assets/NAME.pt; a role not named uses the "
+                                        "legacy *_checkpoint field or its shipped asset")
     lr: dict[str, float] = Field(default_factory=dict, description="role -> learning rate (overrides the role's "
                                                                    "default field, lr_solver or lr_challenger)")
     solver_checkpoint: Optional[str] = Field(None, description="tiny: path; None = shipped pretrained asset")
