@@ -152,7 +152,7 @@ def design(exp, seeds: Optional[int] = None, n_sims: int = N_SIMS, budget: str =
     for c in exp.claims:
         row = {"name": c.name, "role": c.role, "statement": c.statement, "statistic": c.statistic,
                "direction": c.direction if c.tested else None, "success_line": c.success_line,
-               "failure_line": c.failure_line, "smallest_effect": c.smallest_effect,
+               "failure_line": c.failure, "smallest_effect": c.smallest_effect,
                "smallest_effect_why": c.smallest_effect_why or None, "source_value": c.source_value,
                "source_note": c.source_note or None, "construction": c.construction or None, "scale": c.scale,
                "unit": c.unit, "arms": list(c.arms)}
