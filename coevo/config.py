@@ -383,6 +383,9 @@ def _check_world(cfg: RunConfig, info) -> None:
         raise ConfigError(f"invalid config: {e}") from None
 
 
+deep_merge = _deep_merge  # public name: coevo.knobs merges budgets and --set items the same way
+
+
 def load_config(preset: str = "cpu", config: Path | None = None, overrides: list[str] | None = None) -> RunConfig:
     """Resolve defaults < preset < YAML file < --set overrides into a validated RunConfig."""
     p = Path(preset)

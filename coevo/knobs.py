@@ -134,7 +134,7 @@ def _get(data: dict, key: str):
 
 def apply_resume_overrides(cfg, overrides: list[str]):
     """(new config, {key: (old, new)}) for ``--set`` items on resume; an unsafe key is a KnobError (one line)."""
-    from coevo.config import ConfigError, _deep_merge, build_config, parse_override
+    from coevo.config import ConfigError, build_config, deep_merge, parse_override
 
     safe = safe_keys(cfg)
     for item in overrides:
@@ -148,7 +148,7 @@ def apply_resume_overrides(cfg, overrides: list[str]):
     old = cfg.model_dump(mode="json")
     data = old
     for item in overrides:
-        data = _deep_merge(data, parse_override(item))
+        data = deep_merge(data, parse_override(item))
     try:
         new = build_config(data)
     except ConfigError as e:

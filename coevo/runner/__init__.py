@@ -157,7 +157,7 @@ def resume_run(run_dir: Path, quiet: bool = False, report: bool = True, override
     (coevo/runner/resume.py: which, the plan check, the record in resumes.jsonl)."""
     from coevo.runner.resume import resume_with
 
-    return resume_with(run_dir, overrides, quiet=quiet, report=report)
+    return resume_with(run_dir, _execute, overrides, quiet=quiet, report=report)
 
 
 def _execute(cfg: RunConfig, run_dir: Path, fresh: bool, quiet: bool, report: bool = True, on_resume=None) -> None:

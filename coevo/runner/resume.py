@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -47,7 +48,6 @@ def check_plan(loop) -> int:
 def record_changes(run_dir: Path, cfg, changes: dict, after_step: int) -> None:
     """Write the new config.yaml (atomically), append the change to resumes.jsonl, print it (stderr)."""
     from coevo import __version__
-    from coevo.cli_common import console
     from coevo.config import dump_config
 
     run_dir = Path(run_dir)
@@ -59,14 +59,13 @@ def record_changes(run_dir: Path, cfg, changes: dict, after_step: int) -> None:
     with open(run_dir / RECORD, "a") as f:
         f.write(json.dumps(rec) + "\n")
     said = "; ".join(f"{k} {json.dumps(a)} -> {json.dumps(b)}" for k, (a, b) in changes.items())
-    console.print(f"resume after step {after_step}: {said} (recorded in {run_dir / RECORD} and config.yaml)",
-                  highlight=False, soft_wrap=True)
+    print(f"resume after step {after_step}: {said} (recorded in {run_dir / RECORD} and config.yaml)", file=sys.stderr,
+          flush=True)
 
 
-def resume_with(run_dir: Path, overrides=(), quiet: bool = False, report: bool = True) -> Path:
+def resume_with(run_dir: Path, execute, overrides=(), quiet: bool = False, report: bool = True) -> Path:
     """Continue ``run_dir`` from its last committed step, with the safe ``overrides`` applied and recorded."""
     from coevo.runlock import writer_guard
-    from coevo.runner import _execute
 
     run_dir = Path(run_dir)
     try:
@@ -80,6 +79,6 @@ def resume_with(run_dir: Path, overrides=(), quiet: bool = False, report: bool =
             record_changes(run_dir, cfg, changes, last)
 
     with writer_guard(run_dir, RunError):
-        _execute(cfg, run_dir, fresh=not (run_dir / "ledger.duckdb").exists(), quiet=quiet, report=report,
+        execute(cfg, run_dir, fresh=not (run_dir / "ledger.duckdb").exists(), quiet=quiet, report=report,
                  on_resume=on_resume)
     return run_dir

@@ -10,7 +10,19 @@
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from coevo.recipes.vgopd.casa.consequences import chi2_homogeneity, run_consequences
+
+FAMILY = "cm-mm"  # the held-out family: never drawn for training
+
+
+def heldout(s: dict) -> float:
+    return s["rounds"][-1]["solver_eval_accuracy"]["overall"]
+
+
+def family(s: dict) -> Optional[float]:
+    return s["rounds"][-1]["solver_eval_accuracy"].get("by_difficulty", {}).get(FAMILY)
 
 __all__ = ["tables"]
 
@@ -20,7 +32,6 @@ def _fmt(x, spec: str) -> str:
 
 
 def _arm_rows(runs) -> list:
-    from coevo.recipes.vgopd.experiments import family, heldout
 
     rows = []
     for arm in runs.arms:

@@ -44,10 +44,9 @@ from typing import Callable, Optional
 from coevo.experiments.claims import Claim, Design, SeedSample, paired_by_seed, ratio_over_seeds
 from coevo.experiments.spec import Arm, Experiment
 from coevo.recipes.vgopd.casa.consequences import run_consequences
-from coevo.recipes.vgopd.experiment_tables import tables
+from coevo.recipes.vgopd.experiment_tables import FAMILY, family, heldout, tables
 from coevo.recipes.vgopd.experiment_worlds import CALIBRATION, PILOT, WORLDS
 
-FAMILY = "cm-mm"
 COMMON = ("world.options.total_setup=true", f"world.options.train_exclude=[{FAMILY}]", "world.options.eval_n=1000",
           "vgopd.rounds=1", "vgopd.steps_per_round=10", "vgopd.initial_eval=false")
 ARMS = {"A": ("casa.arm=A",), "B": ("casa.arm=B",), "C": ("casa.arm=C", "casa.discount=one_minus_precision"),
@@ -97,14 +96,6 @@ def reversal_count(runs, arm: str, seed: int):
     """(exact reversals the oracle orders as r~, exact reversals it orders as r~ or as r): ties left out."""
     r = run_consequences(runs.run_dir(arm, seed))["reversals"]
     return r.get("r_tilde", 0), r.get("r_tilde", 0) + r.get("r", 0)
-
-
-def heldout(s: dict) -> float:
-    return s["rounds"][-1]["solver_eval_accuracy"]["overall"]
-
-
-def family(s: dict) -> Optional[float]:
-    return s["rounds"][-1]["solver_eval_accuracy"].get("by_difficulty", {}).get(FAMILY)
 
 
 def _rejected(channel: str) -> Callable:
