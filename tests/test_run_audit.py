@@ -174,7 +174,7 @@ def _coevo(*args, cwd):
                           env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
-def test_end_to_end_rzero_run_and_audit(tmp_path, capsys):
+def test_end_to_end_rzero_run_and_audit(tmp_path, capsys, monkeypatch):
     from coevo.audit.render import print_audit
 
     # the shipped tiny checkpoints (tracked in git): one deterministic run, so one outcome to assert
@@ -211,6 +211,7 @@ def test_end_to_end_rzero_run_and_audit(tmp_path, capsys):
     assert ins["kappa_bar"]["status"] == "unavailable" and "task_stats" in ins["kappa_bar"]["reason"]
     assert "no proposer answer" in ins["false_agreement_mass"]["reason"]
     assert res["predictions"] == []  # R-Zero declares no predictions (P1-P6 belong to synco / rgbc)
-    print_audit(audit_runs([run]))
+    monkeypatch.setenv("COLUMNS", "200")  # the table folds to the terminal's width (tests/test_run_conventions.py
+    print_audit(audit_runs([run]))        # checks COLUMNS=80); here its words are read whole, whatever COLUMNS is
     out = capsys.readouterr().out
     assert "cannot compute" in out and "solver eval accuracy" in out
