@@ -59,26 +59,40 @@ def _cpu_of(ru) -> float:
     return float(ru.ru_utime + ru.ru_stime)
 
 
+REUSED = {"rc": 0, "wall_s": 0.0, "cpu_s": 0.0, "error": None, "command": "reused"}  # a finished run: nothing ran
+
+
 def run_child(run_dir: Path, run_args: List[str], log: Path, env: Optional[dict] = None) -> dict:
     """Run (or resume) one run to its end as a child process in this process group (a kill -9 of
     the group takes it along).  Returns ``{"rc", "wall_s", "cpu_s", "error", "command"}``;
     ``cpu_s`` is the child's and its waited-for children's user + system seconds (wait4)."""
-    cmd = run_command(run_dir, run_args)
+    cmd = _start_log(run_dir, run_args, log, "")
     if not cmd:
-        return {"rc": 0, "wall_s": 0.0, "cpu_s": 0.0, "error": None, "command": "reused"}
-    Path(log).parent.mkdir(parents=True, exist_ok=True)
+        return dict(REUSED)
     e = dict(os.environ if env is None else env, PYTHONUNBUFFERED="1", COLUMNS="200")
     t0 = time.perf_counter()
     with open(log, "ab") as out:
-        out.write(f"$ {' '.join(cmd)}\n".encode())
-        out.flush()
         p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=e)
         _, status, ru = os.wait4(p.pid, 0)
         p.returncode = os.waitstatus_to_exitcode(status)  # reaped here: tell Popen
-    wall = time.perf_counter() - t0
-    err = None if p.returncode == 0 and run_state(run_dir) == "finished" else _last_error(log, p.returncode)
-    return {"rc": p.returncode if err is None else (p.returncode or 1), "wall_s": wall, "cpu_s": _cpu_of(ru),
-            "error": err, "command": "resume" if "--resume" in cmd else "run"}
+    return _outcome(run_dir, cmd, log, p.returncode, time.perf_counter() - t0, _cpu_of(ru))
+
+
+def _start_log(run_dir: Path, run_args: List[str], log: Path, how: str) -> List[str]:
+    """The ``coevo run`` command that moves the run on ([] when finished), written at the head of its log."""
+    cmd = run_command(run_dir, run_args)
+    if cmd:
+        Path(log).parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "ab") as out:
+            out.write(f"$ {' '.join(cmd)}{how}\n".encode())
+    return cmd
+
+
+def _outcome(run_dir: Path, cmd: List[str], log: Path, rc: int, wall: float, cpu: float) -> dict:
+    """What a finished child returns: its error (None only when it exited 0 and left the run finished)."""
+    err = None if rc == 0 and run_state(run_dir) == "finished" else _last_error(log, rc)
+    return {"rc": rc if err is None else (rc or 1), "wall_s": wall, "cpu_s": cpu, "error": err,
+            "command": "resume" if "--resume" in cmd else "run"}
 
 
 class WarmWorker:
@@ -95,12 +109,9 @@ class WarmWorker:
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=e)
 
     def run(self, run_dir: Path, run_args: List[str], log: Path) -> dict:
-        cmd = run_command(run_dir, run_args)
+        cmd = _start_log(run_dir, run_args, log, "  (forked from a warm worker)")
         if not cmd:
-            return {"rc": 0, "wall_s": 0.0, "cpu_s": 0.0, "error": None, "command": "reused"}
-        Path(log).parent.mkdir(parents=True, exist_ok=True)
-        with open(log, "ab") as out:
-            out.write(f"$ {' '.join(cmd)}  (forked from a warm worker)\n".encode())
+            return dict(REUSED)
         t0 = time.perf_counter()
         try:
             if self.proc is None or self.proc.poll() is not None:
@@ -116,10 +127,7 @@ class WarmWorker:
             self.close()
             return {"rc": 1, "wall_s": wall, "cpu_s": 0.0, "command": "run",
                     "error": "the warm worker died (run again to resume this run)"}
-        rc = int(ans["rc"])
-        err = None if rc == 0 and run_state(run_dir) == "finished" else _last_error(log, rc)
-        return {"rc": rc if err is None else (rc or 1), "wall_s": wall, "cpu_s": float(ans["cpu_s"]), "error": err,
-                "command": "resume" if "--resume" in cmd else "run"}
+        return _outcome(run_dir, cmd, log, int(ans["rc"]), wall, float(ans["cpu_s"]))
 
     def close(self) -> None:
         if self.proc is not None:
