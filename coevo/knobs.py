@@ -126,7 +126,8 @@ def _is_safe(key: str, safe: list[str]) -> bool:
     return any(key == s or (s.endswith(".*") and key.startswith(s[:-1])) for s in safe)
 
 
-def _get(data: dict, key: str):
+def dotted(data: dict, key: str):
+    """``data["a"]["b"]`` for ``"a.b"`` (None when a part is missing)."""
     for part in key.split("."):
         data = data.get(part) if isinstance(data, dict) else None
     return data
@@ -154,7 +155,7 @@ def apply_resume_overrides(cfg, overrides: list[str]):
     except ConfigError as e:
         raise KnobError(str(e)) from None
     now = new.model_dump(mode="json")
-    changes = {k: (_get(old, k), _get(now, k)) for k in dict.fromkeys(keys) if _get(old, k) != _get(now, k)}
+    changes = {k: (dotted(old, k), dotted(now, k)) for k in dict.fromkeys(keys) if dotted(old, k) != dotted(now, k)}
     return new, changes
 
 

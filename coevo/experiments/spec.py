@@ -237,13 +237,14 @@ class Experiment:
         if not self.calibration:
             return
         from coevo.config import load_config
+        from coevo.knobs import dotted
 
         bad = []
         for r in grid:
             cfg = load_config(r.preset, None, list(r.overrides) + [f"seed={r.seed}"]).model_dump(mode="json")
             for cal in self.calibration:
                 for key, used in cal.seeds:
-                    val = _dotted(cfg, key)
+                    val = dotted(cfg, key)
                     if val is not None and int(val) in used:
                         bad.append(f"{r.name} has {key}={val}, a calibration seed of {cal.setting}")
         if bad:
@@ -254,15 +255,6 @@ class Experiment:
         """What the output directory records, so a rerun with another grid is refused."""
         return {"experiment": self.name, "budget": budget,
                 "runs": {r.name: r.run_args() for r in grid}}
-
-
-def _dotted(cfg: dict, key: str):
-    """``cfg["a"]["b"]`` for ``"a.b"`` (None when a part is missing)."""
-    for part in key.split("."):
-        if not isinstance(cfg, dict) or part not in cfg:
-            return None
-        cfg = cfg[part]
-    return cfg
 
 
 def manifest_conflict(old: dict, new: dict) -> Optional[str]:
