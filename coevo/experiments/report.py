@@ -59,7 +59,8 @@ def claim_cells(c: dict) -> list:
     k, u = c.get("scale") or 1.0, c.get("unit") or ""
     ci = f"[{fmt(c.get('ci_low'), k, u)}, {fmt(c.get('ci_high'), k, u)}]" if c.get("ci_low") is not None else "-"
     tested = c.get("role") in TESTED
-    p = f"{_p(c.get('p'))} ({_p(c.get('p_adjusted'))})" if c.get("role") == "secondary" else _p(c.get("p"))
+    adjusted = c.get("role") == "secondary" or c.get("p_adjusted") not in (None, c.get("p"))  # co-primaries: Holm
+    p = f"{_p(c.get('p'))} ({_p(c.get('p_adjusted'))})" if adjusted else _p(c.get("p"))
     power = c.get("power")
     return [c["name"], c.get("role", ""), fmt(c.get("estimate"), k, u), ci, lines_text(c) if tested else "-",
             p if tested else "-", f"{100 * power:.0f} %" if tested and power is not None else "-",
