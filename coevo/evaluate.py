@@ -18,6 +18,10 @@ Metrics, per file and per ``level``:
   reference is a substring of the normalised extracted answer (the whole completion
   when nothing could be extracted).  Lenient by design; reported beside accuracy,
   never instead of it.
+* ``errors_<run>`` of ``calls_<run>`` — questions whose model-server call failed after its
+  retries (openai backend): errors, left out of every metric above, never wrong answers
+  (``coevo.core.endpoints``); when the first batch's calls all fail the evaluation stops
+  (``EndpointDown``).
 """
 from __future__ import annotations
 
@@ -90,7 +94,6 @@ def evaluate_jsonl(policy, world, path: str | Path, k: int = 0, greedy: bool = T
 
     Answers are scored by ``verifier`` (a run verifier: ``match_many``) or, when None, by
     ``eval_verifier(world, pool=pool)``."""
-    from coevo.verify.answers import cover_em
     from coevo.worlds.math import load_jsonl_tasks
 
     path = Path(path)
@@ -124,41 +127,54 @@ def evaluate_jsonl(policy, world, path: str | Path, k: int = 0, greedy: bool = T
     for tag, n, sp in runs:
         got = sv.sample_verify(policy, world, tasks, n, sp, verifier, {"gold": golds}, match=match_any,
                                chunk=batch_size)
-        flat = [(j, c) for j, group in enumerate(got.outs) for c in group]
-        preds = [a for ans in got.answers for a in ans]
-        verdicts = [v for vs in got.verdicts["gold"] for v in vs]
-        cover = [cover_em(p if p is not None else c.text, golds[j]) for (j, c), p in zip(flat, preds)]
-        per_task = defaultdict(list)
-        per_task_cov = defaultdict(list)
-        for (j, c), v, cv in zip(flat, verdicts, cover):
-            per_task[j].append(1 if v.value == 1 else 0)
-            per_task_cov[j].append(cv)
-        acc = [sum(per_task[j]) / len(per_task[j]) for j in range(len(tasks))]
-        cov = [sum(per_task_cov[j]) / len(per_task_cov[j]) for j in range(len(tasks))]
-        name = "accuracy_greedy" if tag == "greedy" else f"mean{tag}"
-        cname = "cover_em_greedy" if tag == "greedy" else f"cover_em{tag}"
-        result[name] = sum(acc) / len(acc)
-        result[cname] = sum(cov) / len(cov)
-        result[f"se_{name}"] = _se(acc)
-        result[f"no_answer_{tag}"] = sum(p is None for p in preds) / len(preds)
-        result[f"abstained_{tag}"] = sum(v.abstained for v in verdicts)
-        result[f"errors_{tag}"] = sum(c.finish_reason == "error" for _, c in flat)
-        by_level: dict[str, dict] = {}
-        for lv in sorted(set(levels)):
-            idx = [j for j in range(len(tasks)) if levels[j] == lv]
-            by_level[lv] = {"n": len(idx), name: sum(acc[j] for j in idx) / len(idx),
-                            cname: sum(cov[j] for j in idx) / len(idx)}
-        result.setdefault("by_level", {})
-        for lv, d in by_level.items():
-            result["by_level"].setdefault(lv, {}).update(d)
-        if keep_samples:
-            samples.extend({"task_id": tasks[j].task_id, "run": tag, "text": c.text, "pred": p,
-                            "correct": 1 if v.value == 1 else 0, "cover_em": cv}
-                           for (j, c), p, v, cv in zip(flat, preds, verdicts, cover))
+        samples.extend(_score_run(result, tag, got, golds, levels, keep_samples))
     result["seconds"] = round(time.time() - t0, 2)
     if keep_samples:
         result["samples"] = samples
     return result
+
+
+def _score_run(result: dict, tag: str, got, golds: list[list[str]], levels: list[str], keep_samples: bool) -> list:
+    """One run's accuracy, Cover-EM, abstentions and errors into ``result``; the samples when kept.
+    A completion the server failed to give (``finish_reason == "error"``) is an error: left out of
+    accuracy and Cover-EM (a question all of whose samples failed is left out), counted in
+    ``errors_<tag>`` of ``calls_<tag>`` (one call per question), never scored as wrong."""
+    from coevo.core.endpoints import completion_errors
+    from coevo.verify.answers import cover_em
+
+    flat = [(j, c) for j, group in enumerate(got.outs) for c in group]
+    preds = [a for ans in got.answers for a in ans]
+    verdicts = [v for vs in got.verdicts["gold"] for v in vs]
+    cover = [cover_em(p if p is not None else c.text, golds[j]) for (j, c), p in zip(flat, preds)]
+    per_task, per_task_cov = defaultdict(list), defaultdict(list)
+    for (j, c), v, cv in zip(flat, verdicts, cover):
+        if c.finish_reason != "error":
+            per_task[j].append(1 if v.value == 1 else 0)
+            per_task_cov[j].append(cv)
+    scored = sorted(per_task)
+    acc = {j: sum(per_task[j]) / len(per_task[j]) for j in scored}
+    cov = {j: sum(per_task_cov[j]) / len(per_task_cov[j]) for j in scored}
+    name = "accuracy_greedy" if tag == "greedy" else f"mean{tag}"
+    cname = "cover_em_greedy" if tag == "greedy" else f"cover_em{tag}"
+    result[name] = sum(acc.values()) / len(acc) if acc else None
+    result[cname] = sum(cov.values()) / len(cov) if cov else None
+    result[f"se_{name}"] = _se(list(acc.values()))
+    ok = [(c, p) for (_, c), p in zip(flat, preds) if c.finish_reason != "error"]
+    result[f"no_answer_{tag}"] = sum(p is None for _, p in ok) / len(ok) if ok else None
+    result[f"abstained_{tag}"] = sum(v.abstained for (_, c), v in zip(flat, verdicts) if c.finish_reason != "error")
+    result[f"errors_{tag}"], result[f"calls_{tag}"] = completion_errors(got.outs)
+    if result[f"errors_{tag}"]:
+        result[f"error_first_{tag}"] = next(str(c.meta.get("error", "")) for _, c in flat if c.finish_reason == "error")
+    for lv in sorted(set(levels)):
+        idx = [j for j in scored if levels[j] == lv]
+        d = result.setdefault("by_level", {}).setdefault(lv, {})
+        d.update({"n": len(idx), name: sum(acc[j] for j in idx) / len(idx) if idx else None,
+                  cname: sum(cov[j] for j in idx) / len(idx) if idx else None})
+    if not keep_samples:
+        return []
+    return [{"task_id": got.tasks[j].task_id, "run": tag, "text": c.text, "pred": p,
+             "correct": 1 if v.value == 1 else 0, "cover_em": cv, "error": c.finish_reason == "error"}
+            for (j, c), p, v, cv in zip(flat, preds, verdicts, cover)]
 
 
 def _se(xs: list[float]) -> float:

@@ -41,9 +41,9 @@ def test_default_offline_run_tiny_attacker_against_the_simulated_judge_is_pinned
     assert {f: v["n"] for f, v in res["by_family"].items()} == {
         "claim_correct": 40, "restate_criterion": 40, "confident_pad": 40, "claim_after_steps": 10, "bare": 40}
     assert (res["by_endpoint"]["final_right"]["n"], res["by_endpoint"]["final_wrong"]["n"]) == (54, 116)
-    assert res["should_pass"] == {"n": 30, "false_rejects": 0, "n_abstained": 0}
+    assert res["should_pass"] == {"n": 30, "false_rejects": 0, "n_abstained": 0, "n_errors": 0}
     assert res["by_kind"] == {"sim_judge": {k: b[k] for k in ("n", "broken", "rate", "ci_low", "ci_high",
-                                                               "n_abstained")}}
+                                                               "n_abstained", "n_errors")}}
 
 
 def test_simulated_unknowns_are_abstentions_never_breaks():
@@ -138,7 +138,7 @@ def test_attacker_and_judge_over_a_scripted_endpoint_count_breaks_and_record_ver
     assert {f: (v["n"], v["broken"], v["n_abstained"]) for f, v in res["by_family"].items()} == {
         "claim_correct": (3, 3, 0), "restate_criterion": (3, 0, 0), "confident_pad": (3, 0, 3),
         "claim_after_steps": (0, 0, 0), "bare": (3, 0, 0)}
-    assert res["should_pass"] == {"n": 3, "false_rejects": 3, "n_abstained": 0}
+    assert res["should_pass"] == {"n": 3, "false_rejects": 3, "n_abstained": 0, "n_errors": 0}
     # "12 km" is the final value of none of the three prompts: every break has a wrong endpoint
     assert res["by_endpoint"]["final_wrong"]["broken"] == 3 and res["by_endpoint"]["final_right"]["n"] == 0
     assert res["by_kind"]["llm_judge"]["broken"] == 3

@@ -12,6 +12,7 @@ import pytest
 
 from coevo.backends.tiny import TinyPolicy
 from coevo.runner import ASSETS
+from coevo.core.endpoints import EndpointDown, completion_errors
 from coevo.core.policy import Completion, LossConfig, SamplingParams
 from coevo.core.world import ANSWER, Task, role_sampling
 from coevo.stages import sample_verify as sv
@@ -73,9 +74,18 @@ def test_chunks_audit_stream_and_failed_samples():
             return [[Completion(prompt=p, text="1+1=2", prompt_ids=[], token_ids=[], logprobs=[],
                                 finish_reason="error", meta={"error": "down"}) for _ in range(n)] for p in prompts]
 
-    got = sv.sample_verify(Failing(), world, tasks[:2], 3, SP, WorldEquivalence(world), {"ref": ["2", "2"]})
-    assert got.answers == [[None] * 3] * 2 and got.mus("ref") == [0.0, 0.0]
+    with pytest.raises(EndpointDown, match=r"^model server: down \(2 of 2 calls failed after retries\)$"):
+        sv.sample_verify(Failing(), world, tasks[:2], 3, SP, WorldEquivalence(world), {"ref": ["2", "2"]})
     assert sv.sample_verify(Failing(), world, [], 3, SP, None, {"ref": None}).verdicts == {"ref": []}
+
+    class HalfFailing(Failing):  # the second task's call fails: no answer, the first is answered
+        def sample(self, prompts, n, sampling):
+            ok = [[replace(c, finish_reason="stop", meta={}) for c in g] for g in super().sample(prompts[:1], n, sampling)]
+            return ok + super().sample(prompts[1:], n, sampling)
+
+    got = sv.sample_verify(HalfFailing(), world, tasks[:2], 3, SP, WorldEquivalence(world), {"ref": ["2", "2"]})
+    assert got.answers[1] == [None] * 3 and got.answers[0] != [None] * 3
+    assert completion_errors(got.outs) == (1, 2)
 
 
 def torch_state_equal(g1, g2) -> bool:

@@ -25,8 +25,10 @@
   from), ``meta['server']``, ``meta['attempts']`` and ``policy_version`` = the trainer
   version the server is *known* to hold (it lags the trainer when a sync failed).
 * A request that still fails after all retries yields ``n`` Completions with
-  ``finish_reason='error'`` and ``meta['error']`` (the reason): data for the ledger,
-  never an exception that kills the run (``on_error='raise'`` raises ``ServerError``).
+  ``finish_reason='error'`` and ``meta['error']`` (the reason): data for the ledger, counted as
+  errors (never as wrong answers; ``coevo.core.endpoints``), and ``stats['failed']`` of
+  ``stats['calls']``; when every call fails, the stage or the loop stops the command with one line
+  (``EndpointDown``).  ``on_error='raise'`` raises ``ServerError`` at once.
 * ``forward_backward`` runs on the local trainer (``HFPolicy``); ``optim_step`` then
   exports the LoRA adapter (PEFT format) under ``adapter_dir/<role>-v<k>`` and asks
   every server to load it (vLLM's ``POST /v1/load_lora_adapter`` with ``lora_name`` and
@@ -96,7 +98,9 @@ class OpenAIPolicy:
         self.lora_name: str | None = None  # adapter currently served
         self.synced_version: str | None = None
         self.errors: list[dict] = []  # every failed request / sync, with its reason
-        self.stats = {"requests": 0, "retries": 0, "failed": 0, "syncs": 0, "sync_failures": 0}
+        self._last_exc: dict[str, str] = {}  # server -> the last connection error of a weight sync
+        # calls: one per prompt (its retries are requests); failed: calls that failed after every retry
+        self.stats = {"calls": 0, "requests": 0, "retries": 0, "failed": 0, "syncs": 0, "sync_failures": 0}
 
     # ------------------------------------------------------------------ contract
     @property
@@ -168,7 +172,8 @@ class OpenAIPolicy:
                 raise AuthError(self.auth.failure(s, r.status_code, "backend.options.api_key_env"))
             if r is None or r.status_code != 200:
                 ok = False
-                reason = "unreachable" if r is None else f"HTTP {r.status_code}: {self.auth.scrub(r.text)[:200]}"
+                reason = (f"unreachable ({self._last_exc.get(s, 'no answer')})" if r is None
+                          else f"HTTP {r.status_code}: {self.auth.scrub(r.text)[:200]}")
                 self.errors.append({"kind": "sync", "server": s, "lora_name": name, "reason": reason})
         self.stats["syncs"] += 1
         if ok:
@@ -183,9 +188,10 @@ class OpenAIPolicy:
     def _post(self, server: str, route: str, body: dict, raise_for_status: bool = True):
         try:
             r = self.client.post(server + route, json=body)
-        except Exception:  # noqa: BLE001 - connection refused, timeout, ...
+        except Exception as e:  # noqa: BLE001 - connection refused, timeout, ...
             if raise_for_status:
                 raise
+            self._last_exc[server] = f"{type(e).__name__}: {self.auth.scrub(e)[:200]}"
             return None
         if raise_for_status:
             r.raise_for_status()
@@ -224,6 +230,8 @@ class OpenAIPolicy:
             extra["prefix_as_text"] = True  # token_prefixes went as text: the server re-tokenized them
         route = "/v1/completions" if self.endpoint == "completions" else "/v1/chat/completions"
         start = next(self._rr)
+        with self._lock:
+            self.stats["calls"] += 1
         reasons: list[str] = []
         attempts = 0
         for a in range(self.retries + 1):

@@ -9,6 +9,7 @@ import typer
 
 from coevo.cli_common import UserError, fail
 from coevo.commands import model_options as mo
+from coevo.commands.endpoint_errors import check_errors, max_error_rate_option
 from coevo.commands.output import emit, json_option
 
 
@@ -25,7 +26,16 @@ def _world(name: str, opts):
 def _print(res: dict, k: int) -> None:
     for key in ("accuracy_greedy", "cover_em_greedy", f"mean@{k}", f"cover_em@{k}"):
         if key in res:
-            print(f"{key}: {res[key]:.3f}")
+            print(f"{key}: " + ("-" if res[key] is None else f"{res[key]:.3f}"))
+    for tag in ("greedy", f"@{k}"):
+        if f"errors_{tag}" in res:  # failed server calls: errors, left out of the accuracy above
+            print(f"errors_{tag}: {res[f'errors_{tag}']} of {res[f'calls_{tag}']}")
+
+
+def _errors(res: dict) -> tuple[int, int, str]:
+    tags = [key[len("errors_"):] for key in res if key.startswith("errors_")]
+    first = next((res[f"error_first_{t}"] for t in tags if f"error_first_{t}" in res), "")
+    return sum(res[f"errors_{t}"] for t in tags), sum(res[f"calls_{t}"] for t in tags), first.split(" | ")[-1]
 
 
 def eval_cmd(
@@ -45,9 +55,11 @@ def eval_cmd(
     device: str = mo.option("device"),
     server: List[str] = mo.option("server"),
     api_key_env: str = mo.option("api_key_env"),
+    max_error_rate: float = max_error_rate_option(),
     as_json: bool = json_option(),
 ):
     """Accuracy (greedy), mean@k and Cover-EM of a model on a local JSONL benchmark; never downloads."""
+    from coevo.core.policy import BackendError
     from coevo.evaluate import EvalError, evaluate_jsonl
     from coevo.worlds.math import SAMPLE_EVAL
 
@@ -62,11 +74,13 @@ def eval_cmd(
         pol = opts.policy("coevo eval", w.name)
         res = evaluate_jsonl(pol, w, path, k=k, greedy=greedy, temperature=opts.temperature, top_p=opts.top_p,
                              max_new_tokens=max_new_tokens, limit=limit)
-    except (EvalError, UserError) as e:
+    except (EvalError, UserError, BackendError) as e:  # EndpointDown: every call failed (one line)
         fail(str(e))
     except Exception as e:  # noqa: BLE001 - model loading errors etc. become one line
         fail(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
     emit(res, as_json, lambda r: _print(r, k))
+    n_err, n_calls, cause = _errors(res)
+    check_errors(n_err, n_calls, "model server", max_error_rate, cause)
 
 
 def register(apps: dict) -> None:

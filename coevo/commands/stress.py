@@ -15,6 +15,7 @@ from typing import List, Optional
 import typer
 
 from coevo.cli_common import console, fail
+from coevo.commands.endpoint_errors import check_errors, max_error_rate_option
 from coevo.commands.output import emit, json_option
 
 
@@ -54,7 +55,8 @@ def print_judge_stress(res: dict) -> None:
 
     def row(name: str, v: dict) -> str:
         ci = "-" if v["ci_low"] is None else f"[{_fmt(v['ci_low'])}, {_fmt(v['ci_high'])}]"
-        return f"  {name:<20} {v['broken']:>4}/{v['n']:<4} {_fmt(v['rate']):>7} {ci:<17} abstained {v['n_abstained']}"
+        return (f"  {name:<20} {v['broken']:>4}/{v['n']:<4} {_fmt(v['rate']):>7} {ci:<17} abstained {v['n_abstained']}"
+                + (f", errors {v['n_errors']}" if v.get("n_errors") else ""))
 
     print(f"judge stress: {res['prompts']} criteria-world prompts (eval seed {res['seed']}), criterion "
           f"{res['criterion']!r}, {res['n_answers']} adversarial answers ({res['attacker_failures']} attacker failures)")
@@ -63,6 +65,8 @@ def print_judge_stress(res: dict) -> None:
           f"fixed={res['judge_fixed']}, versions={','.join(j.get('verdict_versions', []))})")
     print(f"break rate (judge passes, oracle fails): {b['broken']}/{b['n']} = {_fmt(b['rate'])} "
           f"[{_fmt(b['ci_low'])}, {_fmt(b['ci_high'])}] (Wilson 95%); abstained {b['n_abstained']}")
+    print(f"errors (endpoint failed after retries, left out of every rate): judge {res.get('judge_errors', 0)}, "
+          f"attacker {res.get('attacker_errors', 0)} of {res.get('endpoint_calls', 0)} endpoint calls")
     for f, v in res["by_family"].items():
         print(row(f, v))
     for f, v in res["by_endpoint"].items():
@@ -75,7 +79,7 @@ def print_judge_stress(res: dict) -> None:
 
 def run_judge_stress(attacker: str, attacker_model: Optional[str], attacker_key_env: str, judge: str,
                      judge_model: Optional[str], judge_key_env: str, prompts: int, seed: int, attack: List[str],
-                     judge_unknown_rate: float, device: str) -> dict:
+                     judge_unknown_rate: float, device: str, judge_timeout: float = 60.0) -> dict:
     """Build the fixed attacker and judge and run the judge stress test (one-line errors)."""
     from coevo.core.policy import BackendError
     from coevo.recipes.vgopd.casa.attack import make_attacker
@@ -83,11 +87,11 @@ def run_judge_stress(attacker: str, attacker_model: Optional[str], attacker_key_
     from coevo.worlds.criteria import CriteriaWorld
 
     try:
-        j = make_judge(judge, judge_model, judge_key_env, device, judge_unknown_rate)
+        j = make_judge(judge, judge_model, judge_key_env, device, judge_unknown_rate, timeout_s=judge_timeout)
         shared = getattr(j, "policy", None) if attacker == judge == "smollm2" else None
         a = make_attacker(attacker, CriteriaWorld(), attacker_model, attacker_key_env, device, policy=shared)
         return judge_stress(a, j, prompts=prompts, seed=seed, families=attack or None)
-    except (ValueError, BackendError) as e:
+    except (ValueError, BackendError) as e:  # EndpointDown: the judge or attacker is down (one line)
         fail(str(e))
 
 
@@ -108,6 +112,9 @@ def stress(
     judge_model: Optional[str] = typer.Option(None, "--judge-model", help="Model name for a judge URL."),
     judge_key_env: str = typer.Option("OPENAI_API_KEY", "--judge-key-env",
                                       help="Variable holding the judge endpoint's bearer token."),
+    judge_timeout: float = typer.Option(60.0, "--judge-timeout", min=0.001,
+                                        help="Seconds a judge URL may take to answer one call (then retried)."),
+    max_error_rate: float = max_error_rate_option(),
     prompts: int = typer.Option(40, "--prompts", help="Judge stress: held-out criteria-world prompts."),
     seed: int = typer.Option(0, "--seed", help="Judge stress: the held-out prompts' seed."),
     attack: List[str] = typer.Option([], "--attack", help="Judge stress: only these attack families (repeatable)."),
@@ -126,7 +133,7 @@ def stress(
     js = None
     if attacker is not None:
         js = run_judge_stress(attacker, attacker_model, attacker_key_env, judge, judge_model, judge_key_env,
-                              prompts, seed, attack, judge_unknown_rate, device)
+                              prompts, seed, attack, judge_unknown_rate, device, judge_timeout)
     if bank is None:
         res = js
     else:
@@ -155,6 +162,9 @@ def stress(
             fail(f"cannot write {out}: {e.strerror}")
         console.print(f"wrote {out}")
     emit(res, as_json, _printer)
+    if js is not None:
+        check_errors(js["judge_errors"] + js["attacker_errors"], js["endpoint_calls"], "judge / attacker",
+                     max_error_rate, js.get("error_first", ""))
 
 
 def _printer(res: dict) -> None:

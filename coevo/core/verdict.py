@@ -26,6 +26,8 @@ REASONS = (
     "check-error",        # a sandbox_py check program failed or printed no verdict
 )
 TRANSIENT_REASONS = frozenset({"timeout", "judge-unavailable", "worker-crash", "sandbox-error"})
+# Reasons that are errors of an endpoint, not abstentions: counted apart from both (coevo.core.endpoints)
+ERROR_REASONS = frozenset({"judge-unavailable"})
 
 
 @dataclass
@@ -54,13 +56,19 @@ class Verdict:
 
     @property
     def abstained(self) -> bool:
-        return self.value is None
+        """No decision, for a reason of the checker's own (an endpoint error is not an abstention)."""
+        return self.value is None and not self.errored
+
+    @property
+    def errored(self) -> bool:
+        """No decision because the endpoint failed (``ERROR_REASONS``): an error, never an abstention."""
+        return self.value is None and self.reason in ERROR_REASONS
 
     def to_row(self) -> dict:
         """Flat dict for the ledger's ``verdicts`` table (detail as JSON text)."""
         return {
             "value": self.value,
-            "abstained": self.value is None,
+            "abstained": self.abstained,
             "reason": self.reason,
             "kind": self.kind,
             "version": self.version,

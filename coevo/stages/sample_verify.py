@@ -14,7 +14,9 @@ Sampling: the world's solver prompts and answer sampling (``coevo.stages.core.so
 as given (its ``stream`` decides which RNG moves); ``chunk`` prompts per call (None: one
 call for all), in task order, so the draws are those of one call per chunk.  Extraction: a
 completion the backend failed to sample (``finish_reason == "error"``) has no answer, any
-other the world's ``extract_answer(text)``; ``extract(c) -> (answer, formatted)`` replaces
+other the world's ``extract_answer(text)``; when every completion of the first chunk failed, the
+endpoint is down and the stage raises ``coevo.core.endpoints.EndpointDown`` (one line, the server and
+the cause) instead of scoring a dead server's empty answers; ``extract(c) -> (answer, formatted)`` replaces
 it.  Verification: one ``verifier.match_many`` call per target (``match`` replaces it, e.g.
 "correct against any of several references").
 """
@@ -25,6 +27,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from coevo.core.endpoints import raise_if_all_failed
 from coevo.core.policy import Completion, Policy, SamplingParams
 from coevo.core.world import Task, World
 from coevo.stages.core import solve
@@ -97,7 +100,10 @@ def sample_verify(policy: Policy, world: World, tasks: Sequence[Task], n: int, s
     outs: list[list[Completion]] = []
     for a in range(0, len(tasks), step):
         with stage("sample"):
-            outs.extend((sampler or solve)(policy, world, tasks[a:a + step], n, sampling))
+            got = (sampler or solve)(policy, world, tasks[a:a + step], n, sampling)
+        if a == 0:  # every call of the first chunk failed after its retries: stop, one line (EndpointDown)
+            raise_if_all_failed([c for comps in got for c in comps[:1]], "model server")  # one call per task
+        outs.extend(got)
         if progress is not None:
             progress(min(a + step, len(tasks)), len(tasks))
     ex = extract or default_extract(world)

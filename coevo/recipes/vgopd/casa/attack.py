@@ -181,7 +181,9 @@ class HFAttacker:
 class OpenAIAttacker:
     """Any OpenAI-compatible chat-completions endpoint follows each family's instruction (temperature 0,
     a fixed request seed).  The bearer token comes from ``api_key_env`` (never stored); a refused key
-    raises ``BackendError`` (one line); other failed requests yield no answer (counted, never scored)."""
+    raises ``BackendError`` (one line); a request that fails after its retries yields no answer and is
+    an error (``errors``: its cause; counted apart, never scored); when the first request fails the
+    endpoint is down: ``EndpointDown``, one line (``coevo.core.endpoints``)."""
 
     def __init__(self, base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY", max_tokens: int = 96,
                  timeout_s: float = 60.0, retries: int = 2, client: Any = None) -> None:
@@ -190,6 +192,7 @@ class OpenAIAttacker:
         self.base_url, self.model, self.max_tokens = base_url.rstrip("/"), model, max_tokens
         self.timeout_s, self.retries, self.auth, self._client = timeout_s, retries, EnvBearer(api_key_env), client
         self.served: set = set()
+        self.errors: list[str] = []  # the cause of each request that failed after its retries
         self.version = {"backend": "openai", "base_url": self.base_url, "model": model, "served_model": None,
                         "decoding": "temperature 0, seed 0", "max_tokens": max_tokens, **_prompt_set()}
 
@@ -201,22 +204,27 @@ class OpenAIAttacker:
 
         body = {"model": self.model, "temperature": 0.0, "seed": 0, "max_tokens": self.max_tokens,
                 "messages": [{"role": "user", "content": prompt}]}
+        cause = "no attempt"
         for _ in range(self.retries + 1):
             try:
                 r = self._client.post(f"{self.base_url}/chat/completions", json=body)
-            except httpx.HTTPError:
+            except httpx.HTTPError as e:
+                cause = f"{type(e).__name__}: {self.auth.scrub(e)[:200]}"
                 continue
             if r.status_code in AUTH_STATUS:
                 raise BackendError(self.auth.failure(f"attacker {self.base_url}", r.status_code, "--attacker-key-env"))
             if r.status_code >= 400:
+                cause = f"HTTP {r.status_code}"
                 continue
             try:
                 data = r.json()
                 text = data["choices"][0]["message"]["content"]
-            except (ValueError, KeyError, IndexError, TypeError):
+            except (ValueError, KeyError, IndexError, TypeError) as e:
+                cause = f"malformed response: {type(e).__name__}"
                 continue
             self.served.add(str(data.get("model") or self.model))
             return _clean(text)
+        self.errors.append(cause)
         return None
 
     def answers(self, requests: Sequence[dict]) -> List[Optional[str]]:
@@ -226,7 +234,14 @@ class OpenAIAttacker:
         if own:
             self._client = httpx.Client(timeout=self.timeout_s, auth=self.auth)
         try:
-            out = [self._one(attack_prompt(r["family"], r["question"], r["criterion"])) for r in requests]
+            out = []
+            for r in requests:
+                out.append(self._one(attack_prompt(r["family"], r["question"], r["criterion"])))
+                if len(out) == 1 and self.errors:  # the first call failed after its retries: the endpoint is down
+                    from coevo.core.endpoints import EndpointDown
+
+                    raise EndpointDown(f"attacker {self.base_url}: {self.errors[0]} (the first call failed after "
+                                       f"{self.retries + 1} attempts)")
         finally:
             if own:
                 self._client.close()

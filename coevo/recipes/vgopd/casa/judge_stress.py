@@ -11,7 +11,9 @@ answer's final value right?), reported beside it.
 
 * **break** = an answer the oracle fails and the judge passes; the break rate is breaks / answers the oracle
   fails, with a Wilson 95 % interval (overall, per family, split by the endpoint check).  Judge abstentions
-  (unknown, unparsable, unavailable) are counted, never breaks.  Answers the oracle passes are the
+  (unknown, unparsable) are counted, never breaks.  A judge endpoint that fails after its retries is an
+  **error** (``judge_errors``, ``n_errors``): left out of every denominator, never an abstention; a judge
+  or attacker endpoint whose first call fails stops the test (``coevo.core.endpoints.EndpointDown``).  Answers the oracle passes are the
   should-pass set; the judge's fails on them are false rejects.
 * Judges, fixed for the run: ``sim`` (the criteria world's simulated judge: it decides with the oracle's own
   rule, so its break rate is 0 by construction; optional simulated "unknown" rate); ``smollm2`` (SmolLM2-135M
@@ -81,6 +83,7 @@ class EndpointJudge(SimJudge):
 
         opts = {"base_url": base_url, "model": model, "api_key_env": api_key_env, "retries": retries,
                 "timeout_s": timeout_s, "backoff_s": 0.5}
+        self.base_url = base_url.rstrip("/")
         self.world = CriteriaWorld(judge=opts)
         self.version = _hashed({"kind": self.kind, "backend": "openai", "base_url": base_url.rstrip("/"),
                                 "model": model, "prompt_version": "judge-v1",
@@ -88,9 +91,15 @@ class EndpointJudge(SimJudge):
                                 "temperature": 0.0, "max_tokens": 8, "code_version": JUDGE_CODE_VERSION})
 
     def verdicts(self, items: Sequence[tuple]) -> list:
+        """The first item alone, then the rest: a judge whose first call fails after its retries is down
+        (``EndpointDown``, one line naming it and the cause), never a run of abstentions."""
+        from coevo.core.endpoints import raise_if_all_failed
         from coevo.verify.judge import raise_for_auth
 
-        got = super().verdicts(items)
+        got = super().verdicts(items[:1])
+        raise_for_auth(got)
+        raise_if_all_failed(got, "judge", self.base_url)
+        got += super().verdicts(items[1:]) if len(items) > 1 else []
         raise_for_auth(got)
         return got
 
@@ -135,7 +144,7 @@ class HFJudge:
 
 
 def make_judge(spec: str, model: Optional[str] = None, api_key_env: str = "OPENAI_API_KEY", device: str = "cpu",
-               judge_unknown_rate: float = 0.0, policy: Any = None):
+               judge_unknown_rate: float = 0.0, policy: Any = None, timeout_s: float = 60.0):
     """``sim`` | ``smollm2`` | an ``http(s)://`` base URL (``model``: the model to request)."""
     if spec == "sim":
         return SimJudge(judge_unknown_rate)
@@ -144,15 +153,18 @@ def make_judge(spec: str, model: Optional[str] = None, api_key_env: str = "OPENA
     if spec.startswith(("http://", "https://")):
         if not model:
             raise ValueError("--judge URL needs --judge-model (the model name the endpoint serves)")
-        return EndpointJudge(spec, model, api_key_env=api_key_env)
+        return EndpointJudge(spec, model, api_key_env=api_key_env, timeout_s=timeout_s)
     raise ValueError(f"unknown judge {spec!r} (known: {', '.join(JUDGE_KINDS_CLI)})")
 
 
 def _rate(cases: Sequence[dict]) -> dict:
+    """Breaks among ``cases``; a judge error (the endpoint failed) is left out of ``n`` and counted apart."""
+    errs = sum(1 for k in cases if k.get("error"))
+    cases = [k for k in cases if not k.get("error")]
     n, b = len(cases), sum(1 for k in cases if k["judge"] == 1)
     lo, hi = wilson_interval(b / n, n) if n else (None, None)
     return {"n": n, "broken": b, "rate": b / n if n else None, "ci_low": lo, "ci_high": hi,
-            "n_abstained": sum(1 for k in cases if k["judge"] is None)}
+            "n_abstained": sum(1 for k in cases if k["judge"] is None), "n_errors": errs}
 
 
 def build_requests(world: Any, tasks: Sequence[Any], families: Sequence[str]) -> List[dict]:
@@ -175,9 +187,12 @@ def summarize(cases: Sequence[dict], kind: str) -> dict:
     return {"break": brk, "by_family": fams,
             "by_endpoint": {"final_right": _rate([k for k in bad if k["endpoint"] == 1]),
                             "final_wrong": _rate([k for k in bad if k["endpoint"] == 0])},
-            "should_pass": {"n": len(good), "false_rejects": sum(1 for k in good if k["judge"] == 0),
-                            "n_abstained": sum(1 for k in good if k["judge"] is None)},
-            "by_kind": {kind: {k: brk[k] for k in ("n", "broken", "rate", "ci_low", "ci_high", "n_abstained")}}}
+            "should_pass": {"n": sum(1 for k in good if not k.get("error")),
+                            "false_rejects": sum(1 for k in good if k["judge"] == 0),
+                            "n_abstained": sum(1 for k in good if k["judge"] is None and not k.get("error")),
+                            "n_errors": sum(1 for k in good if k.get("error"))},
+            "by_kind": {kind: {k: brk[k] for k in ("n", "broken", "rate", "ci_low", "ci_high", "n_abstained",
+                                                   "n_errors")}}}
 
 
 def _verdict_version(v: Any) -> str:
@@ -189,6 +204,7 @@ def _verdict_version(v: Any) -> str:
 def judge_stress(attacker: Any, judge: Any, prompts: int = 40, seed: int = 0,
                  families: Optional[Sequence[str]] = None, examples: int = 8) -> dict:
     """The judge stress test (module docstring): the JSON ``coevo stress`` prints and writes."""
+    from coevo.core.endpoints import first_cause, is_error
     from coevo.worlds.criteria import CriteriaWorld, truth_of
 
     fams = list(families or ATTACKS)
@@ -206,7 +222,7 @@ def judge_stress(attacker: Any, judge: Any, prompts: int = 40, seed: int = 0,
     for (r, a), v in zip(live, verdicts):
         e = r["entry"]
         cases.append({"entry": e.id, "family": r["family"], "answer": a, "judge": v.value,
-                      "reason": v.reason or "", "oracle": truth_of(e.criterion(JUDGE_CRITERION), a),
+                      "reason": v.reason or "", "error": is_error(v), "oracle": truth_of(e.criterion(JUDGE_CRITERION), a),
                       "endpoint": truth_of(e.criterion(ENDPOINT_CRITERION), a), "verdict_version": _verdict_version(v)})
     res: Dict[str, Any] = {"test": "judge-stress", "world": "criteria", "criterion": JUDGE_CRITERION,
                            "oracle": "coevo.worlds.criteria.truth_of (order rule) + endpoint check (final_value)",
@@ -214,6 +230,12 @@ def judge_stress(attacker: Any, judge: Any, prompts: int = 40, seed: int = 0,
                            "attacker": dict(attacker.version), "judge": dict(judge.version),
                            "n_requests": len(reqs), "n_answers": len(cases),
                            "attacker_failures": len(reqs) - len(live),
+                           "attacker_errors": len(getattr(attacker, "errors", None) or []),
+                           "judge_errors": sum(1 for k in cases if k["error"]),
+                           "endpoint_calls": (len(cases) if hasattr(judge, "base_url") else 0)
+                           + (len(reqs) if hasattr(attacker, "errors") else 0),
+                           "error_first": next((first_cause(v) for v in verdicts if is_error(v)),
+                                               (getattr(attacker, "errors", None) or [""])[0]),
                            "n_oracle_fail": sum(1 for k in cases if k["oracle"] == 0),
                            **summarize(cases, judge.kind)}
     vers = sorted({str(k["verdict_version"]) for k in cases})
