@@ -12,7 +12,8 @@ now belongs to a different process (another start time, another boot) on the sam
 stale and is taken over. A lock from another host is never taken over (its pid cannot be
 checked here). The file appears atomically (written aside, then hard-linked in place), and
 check-then-take runs under ``flock`` on the run directory, so two writers that race for a
-stale lock cannot both win. Readers (``coevo audit``, ``coevo report``) take no lock.
+stale lock cannot both win. Readers (``coevo audit``, ``coevo report``) take no lock; of a
+live run they read a copy of the last committed step (coevo/ledger/live.py).
 
 **Disk trouble.** :func:`disk_trouble` recognises a full, read-only or over-quota
 filesystem in an exception (OSError errno, DuckDB IO errors, torch's stream writer) and

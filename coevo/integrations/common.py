@@ -117,15 +117,9 @@ class PartWriter:
 
     def _flush(self) -> None:
         if self.n_buf:
-            led = self.led
-            led.con.execute("BEGIN TRANSACTION")
-            try:
+            with self.led.transaction(checkpoint=False):  # under the ledger's write guard (ledger/live.py)
                 for table, rs in self.buf.items():
-                    led.append(table, rs)
-                led.con.execute("COMMIT")
-            except BaseException:
-                led.con.execute("ROLLBACK")
-                raise
+                    self.led.append(table, rs)
         self.buf, self.n_buf, self.last = {}, 0, time.monotonic()
 
     def close(self) -> None:

@@ -2,13 +2,15 @@
 
 Rows of one step are appended inside one transaction together with that step's
 ``steps`` marker row, so a crash (even SIGKILL) leaves either the whole step or none
-of it; ``last_completed_step`` is the resume point.
+of it; ``last_completed_step`` is the resume point. A run being written is read from a
+copy of its last committed step (``coevo/ledger/live.py``).
 """
 from __future__ import annotations
 
 import json
+import sys
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -16,6 +18,7 @@ import duckdb
 import pyarrow as pa
 
 from coevo import timing
+from coevo.ledger import live
 from coevo.ledger.schema import TABLES
 
 _PA = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "INTEGER": pa.int32(), "DOUBLE": pa.float64(),
@@ -37,9 +40,14 @@ class Ledger:
         self.tables = {**TABLES, **(tables or {})}
         if read_only and not self.path.exists():
             raise LedgerError(f"no ledger at {self.path}")
+        # a writer holds the flock of its directory while it writes the file (readers of a live run copy it)
+        self.guard = nullcontext() if read_only else live.WriteGuard(self.path.parent)
+        self.live: dict | None = None  # a live run's copy: {"pid", "step"} (open_run_ledger)
         try:
-            self.con = duckdb.connect(str(self.path), read_only=read_only)
+            with self.guard:
+                self.con = duckdb.connect(str(self.path), read_only=read_only)
         except duckdb.Error as e:
+            self.close_guard()
             raise LedgerError(f"cannot open ledger {self.path}: {e}") from None
         self._in_tx = False
         if read_only:  # tables the file has beyond those named (a recipe's own, written by another run)
@@ -49,13 +57,18 @@ class Ledger:
                 if name not in TABLES and name not in extra:
                     self.tables.setdefault(name, []).append((col, typ))
         if not read_only:
-            for name, cols in self.tables.items():
-                coldefs = ", ".join(f"{c} {t}" for c, t in cols)
-                self.con.execute(f"CREATE TABLE IF NOT EXISTS {name} ({coldefs})")
-                have = {r[0] for r in self.con.execute(f"DESCRIBE {name}").fetchall()}
-                for c, t in cols:  # a ledger written by an older coevo: add the new columns (NULL there)
-                    if c not in have:
-                        self.con.execute(f"ALTER TABLE {name} ADD COLUMN {c} {t}")
+            with self.guard:
+                self._create_tables()
+                self.con.execute("CHECKPOINT")  # the tables are in the file a reader of the live run copies
+
+    def _create_tables(self) -> None:
+        for name, cols in self.tables.items():
+            coldefs = ", ".join(f"{c} {t}" for c, t in cols)
+            self.con.execute(f"CREATE TABLE IF NOT EXISTS {name} ({coldefs})")
+            have = {r[0] for r in self.con.execute(f"DESCRIBE {name}").fetchall()}
+            for c, t in cols:  # a ledger written by an older coevo: add the new columns (NULL there)
+                if c not in have:
+                    self.con.execute(f"ALTER TABLE {name} ADD COLUMN {c} {t}")
 
     # ------------------------------------------------------------------ writes
     def append(self, table: str, rows: Iterable[dict[str, Any]]) -> int:
@@ -72,8 +85,24 @@ class Ledger:
                 data[c] = [v if v is None or isinstance(v, str) else json.dumps(v, default=float) for v in data[c]]
         tbl = pa.Table.from_pydict(data, schema=schema)  # noqa: F841 (used by SQL below)
         names = ", ".join(c for c, _ in cols)
-        self.con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM tbl")
+        with self.guard:  # outside a transaction DuckDB may checkpoint into the file here
+            self.con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM tbl")
         return len(rows)
+
+    @contextmanager
+    def transaction(self, checkpoint: bool = True) -> Iterator[None]:
+        """Appends in the block commit together, then (``checkpoint``) move from DuckDB's log into the
+        file, where a reader of the live run copies them from; an exception rolls them back."""
+        with self.guard:
+            self.con.execute("BEGIN TRANSACTION")
+            try:
+                yield
+                self.con.execute("COMMIT")
+            except BaseException:
+                self.con.execute("ROLLBACK")
+                raise
+            if checkpoint:
+                self.con.execute("CHECKPOINT")
 
     @contextmanager
     def step(self, run_id: str, step: int, round_: int, phase: str, phase_step: int) -> Iterator["StepWriter"]:
@@ -81,8 +110,7 @@ class Ledger:
         writer = StepWriter(self.tables)
         t0 = time.time()
         yield writer
-        self.con.execute("BEGIN TRANSACTION")
-        try:
+        with self.transaction():
             with timing.stage("ledger"):  # the step's rows (the marker, COMMIT and CHECKPOINT come after)
                 for table, rows in writer.rows.items():
                     self.append(table, rows)
@@ -92,17 +120,17 @@ class Ledger:
                                    "versions_json": json.dumps(writer.versions, sort_keys=True),
                                    "metrics_json": json.dumps(writer.metrics, default=float),
                                    "stage_seconds_json": json.dumps(times.as_dict()) if times else None}])
-            self.con.execute("COMMIT")
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
-        self.con.execute("CHECKPOINT")
 
     # ------------------------------------------------------------------ reads
     def has_table(self, table: str) -> bool:
         """Whether the file holds ``table`` (a recipe's own table exists only in that recipe's runs)."""
         return bool(self.con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
                                      [table]).fetchone()[0])
+
+    def last_committed(self) -> int:
+        """The last step committed by any run in the file; -1 when none."""
+        r = self.con.execute("SELECT max(step) FROM steps").fetchone() if self.has_table("steps") else None
+        return -1 if r is None or r[0] is None else int(r[0])
 
     def last_completed_step(self, run_id: str) -> int:
         r = self.con.execute("SELECT max(step) FROM steps WHERE run_id = ?", [run_id]).fetchone()
@@ -139,17 +167,45 @@ class Ledger:
 
     def close(self) -> None:
         try:
-            self.con.close()
+            with self.guard:  # DuckDB checkpoints on close
+                self.con.close()
         except duckdb.Error:
             pass
+        self.close_guard()
+        if self.live is not None:  # a live run's copy: its temporary directory goes
+            live.discard(self.path)
+
+    def close_guard(self) -> None:
+        if isinstance(self.guard, live.WriteGuard):
+            self.guard.close()
 
 
 def open_run_ledger(run_dir: str | Path) -> Ledger:
-    """The ledger of a run directory, read-only; LedgerError with a one-line reason if absent."""
+    """The ledger of a run directory, read-only; LedgerError with a one-line reason if absent.
+
+    A run being written (a live holder of its run lock, or DuckDB's lock on the file) is read from a copy
+    of its last committed step (coevo/ledger/live.py); the ledger's ``live`` says so ({"pid", "step"}) and
+    the first open in this process prints ``live run (pid N): read at step K, the last committed`` to stderr.
+    """
     path = Path(run_dir) / "ledger.duckdb"
     if not path.is_file():
         raise LedgerError(f"{run_dir} is not a coevo run directory (no ledger.duckdb)")
-    return Ledger(path, read_only=True)
+    holder = live.live_writer(Path(run_dir))
+    if holder is None:
+        try:
+            return Ledger(path, read_only=True)
+        except LedgerError as e:
+            if "conflicting lock" not in str(e).lower():
+                raise
+            holder = {"pid": live.pid_in(str(e))}  # a writer without a run lock (a script, an import)
+    try:
+        copy = live.committed_copy(path)
+    except live.LiveReadError as e:
+        raise LedgerError(str(e)) from None
+    led = Ledger(copy, read_only=True)
+    led.live = {"pid": holder.get("pid"), "step": led.last_committed()}
+    live.announce(Path(run_dir), live.live_line(led.live["pid"], led.live["step"]), sys.stderr)
+    return led
 
 
 class StepWriter:
