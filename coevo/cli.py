@@ -47,6 +47,9 @@ def run(
     recipe: Optional[str] = typer.Option(None, "--recipe", help=f"{' | '.join(BUILTIN)} | a module path defining "
                                                                 "RECIPES (shortcut for --set recipe=...)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Run seed (shortcut for --set seed=N)."),
+    max_error_rate: Optional[float] = typer.Option(None, "--max-error-rate", min=0.0, max=1.0, help="Exit 2 when "
+                                                   "more than this share of model-server / judge calls failed "
+                                                   "(default 0: any; shortcut for --set max_error_rate=X)."),
     budget: Optional[str] = typer.Option(None, "--budget", help="Run budget, a named set of overrides "
                                          "(coevo/presets/budgets/NAME.yaml) applied before --set: smoke = every "
                                          "phase in seconds, for trying things."),
@@ -78,13 +81,14 @@ def run(
                                 f"config; --set may change its rounds, tracking.* and note)")
             if not resume.is_dir():
                 raise UserError(f"run directory not found: {resume}")
-            overrides = shortcut_overrides(set_, seed=seed)
+            overrides = shortcut_overrides(set_, seed=seed, max_error_rate=max_error_rate)
             prepare_resume(resume, overrides)
             from coevo.runner import resume_run
 
             run_dir = resume_run(resume, quiet=quiet, report=not no_report, overrides=overrides)
         else:
-            overrides = shortcut_overrides(set_, recipe=recipe, executor=executor, address=address, seed=seed)
+            overrides = shortcut_overrides(set_, recipe=recipe, executor=executor, address=address, seed=seed,
+                                           max_error_rate=max_error_rate)
             cfg = resolve_run_config(preset, config, overrides, recipe, budget)
             if not force:
                 check_intended_backend(cfg)

@@ -223,6 +223,9 @@ class RunConfig(Strict):
     note: str = Field("", description="free text kept with the run (a budget adds its overrides here)")
     seed: int = Field(0, description="run seed: every RNG stream of the run derives from it (--seed N)")
     out_root: str = Field("runs", description="where default run directories go (<recipe>-<timestamp>)")
+    max_error_rate: float = Field(0.0, ge=0.0, le=1.0, description="exit 2 after the run when more than this share "
+                                  "of the calls to a model server or judge failed after retries (0: any; "
+                                  "--max-error-rate; a step whose calls all fail stops the run at once)")
     world: WorldConfig = Field(default_factory=WorldConfig)
     backend: BackendConfig = Field(default_factory=BackendConfig)
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)

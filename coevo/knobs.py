@@ -57,9 +57,12 @@ def _seed_override(seed: Optional[int], overrides: list[str]) -> list[str]:
 
 
 def shortcut_overrides(set_: list[str], recipe: Optional[str] = None, executor: Optional[str] = None,
-                       address: Optional[str] = None, seed: Optional[int] = None) -> list[str]:
+                       address: Optional[str] = None, seed: Optional[int] = None,
+                       max_error_rate: Optional[float] = None) -> list[str]:
     """``--set`` items plus the shortcut options of ``coevo run`` as ``--set`` items."""
     out = list(set_)
+    if max_error_rate is not None:
+        out.append(f"max_error_rate={max_error_rate!r}")
     if recipe:
         out.append(f"recipe={recipe}")
     if executor:
@@ -119,7 +122,7 @@ def safe_keys(cfg) -> list[str]:
     except RecipeNotFound:
         sections = {}
     rounds = [f"{name}.rounds" for name, model in sections.items() if "rounds" in model.model_fields]
-    return [*rounds, "tracking.*", "note"]
+    return [*rounds, "tracking.*", "note", "max_error_rate"]
 
 
 def _is_safe(key: str, safe: list[str]) -> bool:

@@ -1,6 +1,6 @@
 """`coevo run` with the openai backend against real HTTP servers on 127.0.0.1 that fail
-mid-round: the round completes with the failures recorded, or (on_error=raise) the run
-stops with one line, nothing of the failing step is written, and --resume finishes it."""
+mid-round: a step whose calls all fail stops the run with one line (on_error=record or
+raise), nothing of the failing step is written, and --resume finishes it."""
 import importlib.util
 import json
 from pathlib import Path
@@ -70,35 +70,30 @@ def _counts(run_dir: Path) -> dict:
         led.close()
 
 
-def test_servers_down_mid_round_are_recorded(servers, tmp_path, monkeypatch):
+def test_servers_down_mid_round_stop_the_run_with_one_line(servers, tmp_path, monkeypatch):
+    """Every call of the dataset step fails (HTTP 500 after retries): the run stops there with one line
+    naming the server and the cause (issue #31 item 1); nothing of the step is written, the ones before
+    it are, and each committed step records its calls (``backend_calls``)."""
     _fail_during(monkeypatch, servers, "dataset")
-    run_dir = run_from_config(_cfg(servers, "record"), tmp_path / "run", quiet=True)
+    with pytest.raises(RunError, match=r"^step 2 \(round 1 dataset\) failed: model server http://127\.0\.0\.1:\d+: "
+                                       r"HTTP 500: .*injected fault.* \(\d+ of \d+ calls failed after retries\)\. "
+                                       r"Nothing of this step was written"):
+        run_from_config(_cfg(servers, "record"), tmp_path / "run", quiet=True)
+    run_dir = tmp_path / "run"
     led = Ledger(run_dir / "ledger.duckdb")
     try:
         steps = {r["phase"]: json.loads(r["metrics_json"]) for r in
                  led.query("SELECT phase, metrics_json FROM steps ORDER BY step")}
-        assert led.count("steps") == 5  # eval, challenger, dataset, solver, eval: the round completed
-        be = steps["dataset"]["backend_errors"]
-        assert be["n"] >= 2 and "HTTP 500" in be["first"][0]["reason"]
-        cands = led.query("SELECT parse_ok, parse_reason FROM tasks WHERE source = 'candidate'")
-        assert len(cands) == 2 and all(not r["parse_ok"] for r in cands)
-        assert all(r["parse_reason"].startswith("sampling-error") and "injected fault" in r["parse_reason"]
-                   for r in cands)
-        assert "skipped" in steps["solver"]  # no candidate: the Solver step says why it did nothing
-        assert "backend_errors" not in steps["challenger"]
+        assert list(steps) == ["eval", "challenger"] and led.count("steps") == 2
+        assert "backend_errors" not in steps["challenger"] and steps["challenger"]["backend_calls"] >= 2
         # every served sample names its server and the adapter version that produced it
-        # (a random tiny model writes no parsable question, so only proposals reach the ledger here)
         urls = {u for _, _, u in servers}
         ch = [json.loads(r["meta_json"])["sampler"] for r in
               led.query("SELECT meta_json FROM tasks WHERE source = 'challenger'")]
         assert len(ch) == 4 and all(s["server"] in urls and s["served_model"] == "challenger-v0" for s in ch)
-        failed = [json.loads(r["meta_json"])["sampler"] for r in
-                  led.query("SELECT meta_json FROM tasks WHERE source = 'candidate'")]
-        assert all("injected fault" in s["error"] and s["attempts"] == 1 for s in failed)
     finally:
         led.close()
     assert (run_dir / "adapters").is_dir()  # LoRA adapters synced to the servers live in the run directory
-    assert (run_dir / "summary.json").is_file()
 
 
 def test_on_error_raise_fails_cleanly_and_resumes(servers, tmp_path, monkeypatch):

@@ -73,7 +73,7 @@ def rate_exceeded(n_errors: int, n_calls: int, max_rate: float) -> Optional[str]
             f"{max_rate:g}")
 
 
-def partial_warning(n_errors: int, n_calls: int, what: str, cause: str = "") -> str:
+def partial_warning(n_errors: int, n_calls: int, what: str, cause: str = "", where: str = "") -> str:
     """The one warning line for some failed calls (the caller prints it to stderr)."""
-    return (f"warning: {n_errors} of {n_calls} {what} calls failed after retries"
+    return (f"warning: {where + ': ' if where else ''}{n_errors} of {n_calls} {what} calls failed after retries"
             + (f" (first: {cause})" if cause else "") + "; they are counted as errors, not as wrong or abstained")

@@ -109,9 +109,44 @@ def verdict_groups(led: Ledger, run_id: str) -> dict[str, list]:
 
 
 def abstention_reasons(led: Ledger, run_id: str) -> dict[str, int]:
+    """Abstentions by reason; an endpoint error (``ERROR_REASONS``) is no abstention (``endpoint_errors``)."""
+    from coevo.core.verdict import ERROR_REASONS
+
     rows = led.query("SELECT coalesce(reason, '') AS reason, count(*) AS n FROM verdicts "
                      "WHERE run_id = ? AND value IS NULL GROUP BY ALL ORDER BY n DESC", [run_id])
-    return {r["reason"]: int(r["n"]) for r in rows}
+    return {r["reason"]: int(r["n"]) for r in rows if r["reason"] not in ERROR_REASONS}
+
+
+def endpoint_errors(led: Ledger, run_id: str) -> dict:
+    """Calls to a model server or a judge that failed after their retries (coevo.core.endpoints), counted
+    apart from wrong answers and abstentions: ``model_server`` from the steps' ``backend_errors`` and
+    ``backend_calls`` (openai backend), ``judge`` = verdicts whose reason is an endpoint error, of the
+    verdicts of the verifier kinds that had one. Each: {failed, calls, first}; empty when no call."""
+    from coevo.core.verdict import ERROR_REASONS
+
+    out: dict = {}
+    failed = calls = 0
+    first = ""
+    for st in step_metrics(led, run_id):
+        m = st["metrics"]
+        be = m.get("backend_errors") if isinstance(m.get("backend_errors"), dict) else {}
+        failed += int(be.get("failed", be.get("n", 0)))
+        calls += int(m.get("backend_calls", be.get("calls", 0)) or 0)
+        if be and not first:
+            e = next((x for x in be.get("first", []) if x.get("kind") == "sample"), (be.get("first") or [{}])[0])
+            first = f"{e.get('server', '')}: {e.get('reason', '')}".split(" | ")[-1] if e.get("kind") == "sync" \
+                else str(e.get("reason", "")).split(" | ")[-1]
+    if calls or failed:
+        out["model_server"] = {"failed": failed, "calls": max(calls, failed), "first": first}
+    marks = ", ".join("?" for _ in ERROR_REASONS)
+    rows = led.query(f"SELECT verifier_kind, count(*) AS n, sum(CASE WHEN value IS NULL AND reason IN ({marks}) "
+                     f"THEN 1 ELSE 0 END) AS failed FROM verdicts WHERE run_id = ? GROUP BY ALL",
+                     [*sorted(ERROR_REASONS), run_id])
+    bad = [r for r in rows if r["failed"]]
+    if bad:
+        out["judge"] = {"failed": int(sum(r["failed"] for r in bad)), "calls": int(sum(r["n"] for r in bad)),
+                        "first": "judge-unavailable (" + ", ".join(sorted(str(r["verifier_kind"]) for r in bad)) + ")"}
+    return out
 
 
 def proposer_role(led: Ledger, run_id: str) -> str | None:

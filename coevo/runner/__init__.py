@@ -28,7 +28,7 @@ ASSETS = Path(__file__).resolve().parents[1] / "assets"
 
 
 from coevo.runner.loop import Loop, RunError, distinct_policies  # noqa: E402,F401
-from coevo.runner.summary import build_summary, print_round_table, recipe_columns  # noqa: E402,F401
+from coevo.runner.summary import build_summary, errors_over, print_round_table, recipe_columns  # noqa: E402,F401
 
 
 # ---------------------------------------------------------------------- factories
@@ -217,5 +217,8 @@ def _execute(cfg: RunConfig, run_dir: Path, fresh: bool, quiet: bool, report: bo
             print(f"warning: report not written: {e!r}", file=sys.stderr)
     if not quiet:
         print_round_table(summary, run_dir)
+    over = errors_over(summary, cfg.max_error_rate)
+    if over:  # the run is complete and reported; its failed endpoint calls make the command fail
+        raise RunError(f"{over}; the run is complete in {run_dir} (summary.json: errors)")
 
 

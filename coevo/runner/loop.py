@@ -132,6 +132,7 @@ class Loop:
 
         uniq = distinct_policies(self.policies)
         seen = [len(getattr(p, "errors", None) or []) for p in uniq]
+        before = [_calls(p) for p in uniq]
         where = f"step {spec.step} (round {spec.round} {spec.phase})"
         resume = f"`coevo run --resume {self.run_dir}`" if self.run_dir else "a rerun"
         try:
@@ -140,8 +141,12 @@ class Loop:
                 with timing.stage("reward"):  # the recipe's own work, less the shared stages inside it
                     metrics = self.recipe.run_step(spec, w)
                 errs = [e for p, n in zip(uniq, seen) for e in (getattr(p, "errors", None) or [])[n:]]
+                tally = _tally(uniq, before)
+                if tally["calls"]:  # the step's calls to an inference server (openai backend)
+                    metrics["backend_calls"] = tally["calls"]
                 if errs:  # inference-server failures of this step, with their reasons (openai backend)
-                    metrics["backend_errors"] = {"n": len(errs), "first": errs[:5]}
+                    metrics["backend_errors"] = {"n": len(errs), "first": errs[:5], **tally}
+                    _check_endpoint(metrics["backend_errors"], where)
                 w.metrics = metrics
                 w.versions = {role: p.version for role, p in self.policies.items()}
                 if self.run_dir is not None:
@@ -166,6 +171,35 @@ class Loop:
             for role, p in self.policies.items():
                 p.save(ck / f"{role}.pt")  # a checkpoint directory (see docs/real-models.md)
         return metrics
+
+
+def _calls(p) -> tuple[int, int]:
+    """(calls, failed calls) a policy made so far: sampling calls and weight syncs (openai backend; else 0)."""
+    st = getattr(p, "stats", None) or {}
+    return (int(st.get("calls", 0)) + int(st.get("syncs", 0)), int(st.get("failed", 0)) + int(st.get("sync_failures", 0)))
+
+
+def _tally(uniq: list, before: list) -> dict:
+    now = [_calls(p) for p in uniq]
+    return {"calls": sum(c - b[0] for (c, _), b in zip(now, before)),
+            "failed": sum(f - b[1] for (_, f), b in zip(now, before))}
+
+
+def _check_endpoint(be: dict, where: str) -> None:
+    """Every model-server call of the step failed: ``EndpointDown`` (the step is not committed; one line).
+    Some failed: a warning on stderr with the count (the step's ``backend_errors`` keeps it, the summary
+    sums it)."""
+    import sys
+
+    from coevo.core.endpoints import EndpointDown, partial_warning
+
+    first = next((e for e in be["first"] if e.get("kind") == "sample"), be["first"][0])
+    cause = str(first.get("reason", "")).split(" | ")[-1]
+    if first.get("kind") == "sync":
+        cause = f"{first.get('server')}: weight sync {cause}"
+    if be["calls"] and be["failed"] >= be["calls"]:
+        raise EndpointDown(f"model server {cause} ({be['failed']} of {be['calls']} calls failed after retries)")
+    print(partial_warning(be["failed"], be["calls"], "model server", cause, where), file=sys.stderr)
 
 
 def _short(m: dict, columns=()) -> str:

@@ -9,7 +9,8 @@ refusal is quick).  **Safe keys** change nothing the run has computed and nothin
   still a step of the new plan, at the same place (checked against the ledger before any step runs; e.g.
   Dr. Zero's post-hoc audit, planned before the last evaluation, cannot move once it has run);
 * ``tracking.*`` (copies of committed steps for TensorBoard / W&B; the ledger stays the record);
-* ``note`` (free text).
+* ``note`` (free text);
+* ``max_error_rate`` (the share of failed endpoint calls above which the command exits 2; changes no number).
 
 Everything else is refused with one line: the world, the eval set (its size or seed: the rounds' accuracies
 would no longer be on one set), sampling, the loss, batch sizes, seeds, the backend.  A change is applied,

@@ -76,6 +76,9 @@ def build_summary(led: Ledger, run_id: str, cfg: RunConfig) -> dict:
     summary = {"rounds": rounds, "initial_solver_eval_accuracy": init, "eval_n_by_difficulty": counts,
                "wall_seconds": float(wall), "recipe": cfg.recipe, "preset": cfg.preset, "seed": cfg.seed,
                "summary_columns": list(columns)}
+    errors = views.endpoint_errors(led, run_id)
+    if errors:  # failed calls to a model server or judge: errors, apart from wrong and abstained (issue #31)
+        summary["errors"] = errors
     band = frontier_levels(cfg, init, counts)
     if init and rounds and rounds[-1]["solver_eval_accuracy"] and band:
         n = sum(counts[b] for b in band)
@@ -86,6 +89,17 @@ def build_summary(led: Ledger, run_id: str, cfg: RunConfig) -> dict:
         summary["frontier"] = {"band": band, "n": n, "initial": a0, "final": a1, "gain": a1 - a0,
                                "initial_se": se, "gain_in_se": (a1 - a0) / se if se > 0 else None}
     return summary
+
+
+def errors_over(summary: dict, max_rate: float) -> str | None:
+    """The one line refusing a run whose failed endpoint calls are a share above ``max_rate``; else None."""
+    from coevo.core.endpoints import rate_exceeded
+
+    for part, e in (summary.get("errors") or {}).items():
+        over = rate_exceeded(e["failed"], e["calls"], max_rate)
+        if over:
+            return f"{part.replace('_', ' ')}: {over.replace('--max-error-rate', 'max_error_rate')}; first: {e['first']}"
+    return None
 
 
 def column_names(recipe: str | None) -> dict[str, tuple[str, str]]:
