@@ -8,6 +8,7 @@ import typer
 
 from coevo.cli_common import UserError, console, fail
 from coevo.commands import model_options as mo
+from coevo.commands.endpoint_errors import check_errors, max_error_rate_option
 from coevo.commands.output import emit, json_option
 
 
@@ -64,13 +65,14 @@ def register(apps: dict) -> None:
         device: str = mo.option("device"),
         server: List[str] = mo.option("server"),
         api_key_env: str = mo.option("api_key_env"),
+        max_error_rate: float = max_error_rate_option(),
         as_json: bool = json_option(),
     ):
         """Zero-training certificate: screen/confirm groups with a frozen model, kappa-bar with intervals,
         the null-model fit error, nu-bar and P1's verdict."""
         from coevo.audit.certify import CertifyError
         from coevo.stages.certify import certify, pass_rates
-        from coevo.core.policy import SamplingParams
+        from coevo.core.policy import BackendError, SamplingParams
         from coevo.verify.run import make_run_verifier
         from coevo.verify.pool import default_pool
 
@@ -98,7 +100,7 @@ def register(apps: dict) -> None:
             truth = pass_rates(pol, w, tasks, verifier, truth_samples, sp) if truth_samples > 0 else None
             cert = certify(pol, w, tasks, verifier, k=k, sampling=sp, batch=batch, truth_p=truth, seed=seed,
                            progress=console.print)
-        except (UserError, CertifyError) as e:
+        except (UserError, CertifyError, BackendError) as e:  # EndpointDown: every call failed (one line)
             fail(str(e))
         except Exception as e:  # noqa: BLE001 - model loading etc. become one line
             fail(f"{type(e).__name__}: {e}")
@@ -109,9 +111,14 @@ def register(apps: dict) -> None:
 
             html_out.write_text(certificate_html(cert))
         emit(cert, as_json, _print_certificate)
+        e = cert["errors"]
+        check_errors(e["failed"], e["calls"], "model server", max_error_rate, e["first"])
 
 
 def _print_certificate(cert: dict) -> None:
     kb = cert["kappa_bar"]
     print(f"kappa-bar {kb['value']:.3f} [{kb['ci_low']:.3f}, {kb['ci_high']:.3f}] n={kb['n']}; "
           f"null-model fit error {cert['null_model']['fit_error']:.4f}; P1: {cert['p1']['verdict']}")
+    e = cert.get("errors") or {}
+    if e.get("calls"):  # model-server calls (--server) that failed after retries: errors, not wrong answers
+        print(f"errors: {e['failed']} of {e['calls']} sampling calls failed after retries")

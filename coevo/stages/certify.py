@@ -13,6 +13,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from coevo.audit.certify import CertifyError, certificate_from_groups
+from coevo.core.endpoints import completion_errors, first_cause, is_error
 from coevo.core.policy import SamplingParams
 from coevo.stages import sample_verify as sv
 
@@ -87,7 +88,9 @@ def certify(policy, world, tasks: Sequence[Any], verifier, k: int = 4, sampling=
             n_boot: int = 1000, seed: int = 0, progress: Optional[Callable[[str], None]] = None) -> dict:
     """The certificate of a frozen ``policy`` on ``tasks`` (``world.solver_prompt`` prompts,
     ``world.extract_answer`` answers, ``verifier.match_many`` judgements; sampling on the audit
-    stream so no training RNG moves)."""
+    stream so no training RNG moves).  ``errors``: the model-server calls (one per task and group) that
+    failed after their retries; their groups hold no answers (a first batch that fails whole stops the
+    certificate: ``EndpointDown``)."""
     if k < 2:
         raise CertifyError(f"k must be >= 2, got {k}")
     if not tasks:
@@ -100,9 +103,15 @@ def certify(policy, world, tasks: Sequence[Any], verifier, k: int = 4, sampling=
     t0 = time.time()
     report = (lambda done, total: progress(f"sampled {done}/{total} tasks")) if progress else None
 
+    errors = {"failed": 0, "calls": 0, "first": ""}  # model-server calls that failed after retries (openai)
+
     def draw(idx: list[int]):
         got = sv.sample_verify(policy, world, [tasks[i] for i in idx], k, sp, verifier,
                                {REF: [refs[i] for i in idx]}, chunk=chunk, progress=report)
+        failed, calls = completion_errors(got.outs)
+        errors["failed"] += failed
+        errors["calls"] += calls
+        errors["first"] = errors["first"] or next((first_cause(c) for g in got.outs for c in g if is_error(c)), "")
         return got.answers, got.mus(REF)
 
     groups = screen_confirm(draw, len(tasks))
@@ -110,7 +119,7 @@ def certify(policy, world, tasks: Sequence[Any], verifier, k: int = 4, sampling=
     out = certificate_from_groups(groups, k, batch=batch, mode_agrees=agrees, mode_share=share,
                                   doubt_stable=doubt_stable, truth_p=truth_p, n_boot=n_boot, seed=seed)
     out.update(policy_version=getattr(policy, "version", ""), world=world.name,
-               verifier_kind=verifier.kind, seconds=round(time.time() - t0, 2),
+               verifier_kind=verifier.kind, seconds=round(time.time() - t0, 2), errors=errors,
                tasks=[{"task_id": t.task_id, "mu_screen": float(m1),
                        "mu_confirm": None if not np.isfinite(m2) else float(m2)}
                       for t, m1, m2 in zip(tasks, groups["mu_screen"], groups["mu_confirm"])])
