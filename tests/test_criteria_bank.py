@@ -165,7 +165,7 @@ def test_every_kind_scores_and_a_hung_check_is_a_real_pool_timeout():
     assert got[("final_recomputed", "sandbox_py")] == (1, "") and got[("check", "sandbox_py")] == (1, "")
     assert got[("product", "integer")] == (1, "") and got[("negative", "rule")] == (0, "")
     assert got[("judged_order", "sim_judge")] == (1, "") and got[("value", "numeric_unit")] == (1, "")
-    assert got[("explained", "llm_judge")] == (None, "judge-unavailable")   # no endpoint configured
+    assert got[("explained", "llm_judge")] == (None, "judge-not-configured")   # no endpoint configured
     slow = BankEntry.model_validate(good_entry(criteria=[
         {"id": "slow", "text": "recompute", "weight": 1, "axis": "final", "kind": "sandbox_py", "locate": "final",
          "spec": {"code": "import time\ntime.sleep(30)\nprint(7)", "timeout_s": 60}}]))

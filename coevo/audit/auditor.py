@@ -9,8 +9,11 @@ world knows the truth, so it tells how far a model auditor can be trusted).
   proposed answer is a correct answer to the question. The transport is the judge verifier's
   (``coevo.verify.judge.LLMJudge``: retries, timeouts, reply parsing, auth errors, cache); only the
   prompt differs (``AUDIT_PROMPT``, version ``audit-v1``). A reply other than yes / no, an
-  ``unknown``, an unreachable endpoint or a missing answer is an **abstention** (value None) with its
-  reason (``unparsable``, ``judge-unknown``, ``judge-unavailable``, ``no-answer``), never a 0 or 1.
+  ``unknown`` or a missing answer is an **abstention** (value None) with its reason (``unparsable``,
+  ``judge-unknown``, ``no-answer``), never a 0 or 1.  An endpoint that cannot be reached, times out or
+  answers with errors after its retries is an **error** (``judge-unavailable``, ``Verdict.errored``),
+  never an abstention: counted apart (``n_errors``); when every call of a batch fails, ``audit_many``
+  raises ``coevo.core.endpoints.EndpointDown`` (one line: the endpoint and the cause).
   API keys only by reference: ``api_key_env`` names the variable (``coevo.secrets``).
 * :func:`auditor_false_agreement`: FF with the auditor's verdict as the truth of the proposer's
   answer (``coevo.audit.false_agreement.false_agreement_from_flags``: the one definition).
@@ -26,6 +29,7 @@ import numpy as np
 
 from coevo.audit.false_agreement import false_agreement_from_flags, is_known
 from coevo.audit.stats import Estimate, binomial_se
+from coevo.core.endpoints import is_error, raise_if_all_failed
 from coevo.secrets import DEFAULT_API_KEY_ENV, refuse_literal_key
 from coevo.verify.judge import JUDGE_CODE_VERSION, LLMJudge, raise_for_auth
 from coevo.core.verdict import Verdict
@@ -107,9 +111,11 @@ class Auditor:
 
     def audit_many(self, items: Sequence[tuple[str, Optional[str], Sequence[str]]]) -> list[Verdict]:
         """``audit`` per (question, answer, documents); a rejected API key raises ``JudgeAuthError``
-        (one line naming the variable) instead of recording every verdict as an abstention."""
+        (one line naming the variable), an endpoint whose every call failed ``EndpointDown``, instead
+        of recording every verdict as an abstention."""
         out = [self.audit(q, a, docs) for q, a, docs in items]
         raise_for_auth(out)
+        raise_if_all_failed([v for v in out if v.reason != "no-answer"], "auditor", self.judge.base_url)
         return out
 
     def close(self) -> None:
@@ -127,10 +133,13 @@ def auditor_false_agreement(agree: Sequence[Any], verdicts: Sequence[Any], batch
 
     ``agree``: per pair, 1 = the solver's answer is equivalent to the proposer's (None = unknown);
     ``verdicts``: the auditor's Verdicts on the proposer's answers (or 1/0/None). Abstentions are left
-    out; extras count them by reason (``abstentions``) next to ``n_unaudited``."""
-    reasons = Counter(getattr(v, "reason", "") or "abstained" for v in verdicts if _flag(v) is None)
+    out; extras count them by reason (``abstentions``) next to ``n_unaudited``, and the auditor's
+    failed calls apart (``n_errors``: an endpoint error is no abstention)."""
+    reasons = Counter(getattr(v, "reason", "") or "abstained" for v in verdicts
+                      if _flag(v) is None and not is_error(v))
     return false_agreement_from_flags(agree, [_flag(v) for v in verdicts], batches=batches,
-                                      abstentions=dict(sorted(reasons.items())))
+                                      abstentions=dict(sorted(reasons.items())),
+                                      n_errors=sum(1 for v in verdicts if is_error(v)))
 
 
 def audit_agreement(oracle_flags: Sequence[Any], auditor_flags: Sequence[Any]) -> dict:

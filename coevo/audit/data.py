@@ -57,11 +57,12 @@ def _bearing_from_groups(g: dict) -> Optional[dict]:
     """R-Zero: mu = share of a group's m answers that the oracle judges correct (abstentions left out)."""
     if not g["n"]:
         return None
-    n = float_array(g["n"]) - float_array(g["n_abstained"])
+    errs = float_array(g["n_errors"])  # the oracle's endpoint failed: errors, left out like abstentions
+    n = float_array(g["n"]) - float_array(g["n_abstained"]) - errs
     ok = n > 0
     mu = np.where(ok, float_array(g["n_correct"]) / np.where(ok, n, 1), np.nan)
     return {"mu": mu[ok], "step": float_array(g["step"])[ok].astype(int), "task": np.asarray(g["task_id"], dtype=object)[ok],
-            "k": float_array(g["n"])[ok].astype(int), "n_groups_all_abstained": int((~ok).sum())}
+            "k": (float_array(g["n"]) - errs)[ok].astype(int), "n_groups_all_abstained": int((~ok).sum())}
 
 
 def collect(led: Ledger, run_id: str) -> dict:
@@ -75,6 +76,7 @@ def collect(led: Ledger, run_id: str) -> dict:
     d["eval_final"] = views.eval_accuracy(led, run_id, rounds[-1]) if rounds else None
     d["eval_n"] = sum(views.eval_counts(led, run_id, rounds[-1]).values()) if rounds else 0
     d["reward_rollouts"] = _reward_rollouts(views.step_metrics(led, run_id))
+    d["endpoint_errors"] = views.endpoint_errors(led, run_id)  # failed server / judge calls, apart from abstentions
     return d
 
 

@@ -62,6 +62,10 @@ def print_audit(result: dict) -> None:
         c.print(t)
         for line in why:
             c.print(f"  [bold]cannot compute[/] {escape(line)}", highlight=False)
+        for part, e in (run.get("errors") or {}).items():  # failed endpoint calls: not wrong, not abstained
+            c.print(escape(f"  errors: {e['failed']} of {e['calls']} {part.replace('_', ' ')} calls failed after "
+                           f"retries (first: {e['first']}); left out of the instruments, never abstentions"),
+                    highlight=False)
         nm = run["instruments"].get("null_model")
         if nm and nm["status"] == "ok":
             for name, b in nm["extra"]["buckets"].items():

@@ -283,16 +283,18 @@ def _phi(d: dict) -> dict:
     vg = d["verdict_groups"]
     if not vg["n"]:
         return _na(label, "no verdicts in the ledger")
-    n = float_array(vg["n"])
-    na = float_array(vg["n_abstained"])
-    r_t = float_array(vg["n_pass"]) / n  # fixed-denominator score: abstentions count in W, not in the numerator
+    keep = float_array(vg["n"]) > 0  # a group whose verdicts all failed at the endpoint has none to count
+    n = float_array(vg["n"])[keep]
+    na = float_array(vg["n_abstained"])[keep]
+    r_t = float_array(vg["n_pass"])[keep] / n  # fixed-denominator score: abstentions count in W, not in the numerator
     est = abstention_share(na, n, r_t)
+    est.extra["n_errors"] = int(float_array(vg["n_errors"]).sum())  # the judge's endpoint failed: not abstentions
     crit = any(c for c in vg["criterion_id"])
     est.extra["reasons"] = d["abstention_reasons"]
     est.extra["n_verdicts"] = int(n.sum())
     est.extra["n_abstained"] = int(na.sum())
-    est.extra["by_target"] = {t: float(na[np.array(vg["target"]) == t].sum() / n[np.array(vg["target"]) == t].sum())
-                              for t in sorted(set(vg["target"]))}
+    tg = np.array(vg["target"])[keep]
+    est.extra["by_target"] = {t: float(na[tg == t].sum() / n[tg == t].sum()) for t in sorted(set(tg))}
     note = ("per (prompt, criterion) with unit weights" if crit else
             "no criteria in this run: groups are (task, verdict target, verifier kind), unit weights")
     return _ok(label, est, "verdicts: value NULL = abstention, grouped by (task, target, verifier_kind, criterion_id)",
@@ -369,9 +371,12 @@ def _assemble(run_dir: Path, info: dict, cfg: dict, d: dict) -> dict:
     recipe = info.get("recipe") or cfg.get("recipe") or "?"
     arms = sorted({a for a in d["task_stats"]["arm"] if a}) if d["task_stats"] is not None else []
     arm = ",".join(arms) if arms else recipe
-    return {"run_dir": str(run_dir), "run_id": info["run_id"], "recipe": recipe, "arm": arm,
-            "seed": info.get("seed", cfg.get("seed")), "world": info.get("world"),
-            "instruments": instruments_for(d, recipe, _doubt_stable(cfg))}
+    out = {"run_dir": str(run_dir), "run_id": info["run_id"], "recipe": recipe, "arm": arm,
+           "seed": info.get("seed", cfg.get("seed")), "world": info.get("world"),
+           "instruments": instruments_for(d, recipe, _doubt_stable(cfg))}
+    if d.get("endpoint_errors"):  # calls to a model server or judge that failed: errors, never abstentions
+        out["errors"] = d["endpoint_errors"]
+    return out
 
 
 def _doubt_stable(cfg: dict, default: float = 0.75) -> float:

@@ -17,7 +17,8 @@ REASONS = (
     "timeout",            # the pool / sandbox / judge ran out of its time budget
     "unparsable",         # answer or reference could not be parsed by the checker
     "judge-unknown",      # the judge answered "unknown"
-    "judge-unavailable",  # the judge endpoint failed after all retries
+    "judge-unavailable",  # the judge endpoint failed after all retries (an error: ERROR_REASONS)
+    "judge-not-configured",  # an llm_judge criterion without judge options (base_url, model)
     "resource-limit",     # memory / CPU / file-size / input-size limit reached
     "sandbox-error",      # the sandbox itself could not run the program
     "worker-crash",       # the pool worker died while checking this item
@@ -25,7 +26,7 @@ REASONS = (
     "undecidable",        # the checker ran but could not decide (e.g. sympy .equals -> None)
     "check-error",        # a sandbox_py check program failed or printed no verdict
 )
-TRANSIENT_REASONS = frozenset({"timeout", "judge-unavailable", "worker-crash", "sandbox-error"})
+TRANSIENT_REASONS = frozenset({"timeout", "judge-unavailable", "judge-not-configured", "worker-crash", "sandbox-error"})
 # Reasons that are errors of an endpoint, not abstentions: counted apart from both (coevo.core.endpoints)
 ERROR_REASONS = frozenset({"judge-unavailable"})
 

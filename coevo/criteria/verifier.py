@@ -217,7 +217,7 @@ def inner_check(kind: str, spec: dict, part: str, options: dict, ref: dict) -> V
         return v.check(part, spec.get("reference"))
     if kind == "llm_judge":
         if not options.get("base_url") or not options.get("model"):
-            return abstain("judge-unavailable", note="llm_judge needs options base_url and model")
+            return abstain("judge-not-configured", note="llm_judge needs options base_url and model")
         judge = make_verifier("llm_judge", **options)
         return judge.judge(ref.get("question", ""), ref.get("reference", ""), part, spec["rubric"])
     raise ValueError(f"no check for kind {kind!r}")

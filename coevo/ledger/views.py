@@ -61,14 +61,18 @@ def run_info(led: Ledger) -> dict:
 
 
 # ---------------------------------------------------------------------- audit views (coevo.audit.run_audit)
+# a verdict that is no endpoint error (coevo.core.verdict.ERROR_REASONS: judge-unavailable)
+_NOT_ERROR = "coalesce(reason, '') <> 'judge-unavailable'"
 def oracle_groups(led: Ledger, run_id: str, purposes: tuple[str, ...] = ("p_hat", "candidate")) -> dict[str, list]:
     """One row per group of solver answers to one task (task, step, purpose): the number of
-    answers, how many the oracle verdict (target 'oracle') judged correct, how many it abstained on."""
+    answers, how many the oracle verdict (target 'oracle') judged correct, how many it abstained on, and
+    how many it could not judge because its endpoint failed (``n_errors``: errors, not abstentions)."""
     marks = ", ".join("?" for _ in purposes)
     return led.columns(
         "SELECT r.task_id, r.step, r.purpose, count(*) AS n, "
         "sum(CASE WHEN v.value = 1 THEN 1 ELSE 0 END) AS n_correct, "
-        "sum(CASE WHEN v.value IS NULL THEN 1 ELSE 0 END) AS n_abstained "
+        f"sum(CASE WHEN v.value IS NULL AND {_NOT_ERROR} THEN 1 ELSE 0 END) AS n_abstained, "
+        f"sum(CASE WHEN v.value IS NULL AND NOT {_NOT_ERROR} THEN 1 ELSE 0 END) AS n_errors "
         "FROM rollouts r JOIN verdicts v ON v.run_id = r.run_id AND v.rollout_id = r.rollout_id "
         "AND v.target = 'oracle' "
         f"WHERE r.run_id = ? AND r.role = 'solver' AND r.purpose IN ({marks}) "
@@ -100,10 +104,14 @@ def task_stats_rows(led: Ledger, run_id: str) -> dict[str, list]:
 
 
 def verdict_groups(led: Ledger, run_id: str) -> dict[str, list]:
-    """Verdicts grouped by (task, target, verifier kind, criterion): total, abstained (value NULL), passed."""
+    """Verdicts grouped by (task, target, verifier kind, criterion): total, abstained (value NULL), passed;
+    a verdict whose endpoint failed (``ERROR_REASONS``) is in none of them but in ``n_errors``."""
     return led.columns(
-        "SELECT task_id, target, verifier_kind, coalesce(criterion_id, '') AS criterion_id, count(*) AS n, "
-        "count(*) - count(value) AS n_abstained, sum(CASE WHEN value = 1 THEN 1 ELSE 0 END) AS n_pass "
+        "SELECT task_id, target, verifier_kind, coalesce(criterion_id, '') AS criterion_id, "
+        f"sum(CASE WHEN value IS NOT NULL OR {_NOT_ERROR} THEN 1 ELSE 0 END) AS n, "
+        f"sum(CASE WHEN value IS NULL AND {_NOT_ERROR} THEN 1 ELSE 0 END) AS n_abstained, "
+        "sum(CASE WHEN value = 1 THEN 1 ELSE 0 END) AS n_pass, "
+        f"sum(CASE WHEN value IS NULL AND NOT {_NOT_ERROR} THEN 1 ELSE 0 END) AS n_errors "
         "FROM verdicts WHERE run_id = ? GROUP BY ALL ORDER BY task_id, target, verifier_kind, criterion_id",
         [run_id])
 

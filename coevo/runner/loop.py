@@ -147,6 +147,7 @@ class Loop:
                 if errs:  # inference-server failures of this step, with their reasons (openai backend)
                     metrics["backend_errors"] = {"n": len(errs), "first": errs[:5], **tally}
                     _check_endpoint(metrics["backend_errors"], where)
+                _check_judges(w.rows.get("verdicts", []), where)
                 w.metrics = metrics
                 w.versions = {role: p.version for role, p in self.policies.items()}
                 if self.run_dir is not None:
@@ -200,6 +201,26 @@ def _check_endpoint(be: dict, where: str) -> None:
     if be["calls"] and be["failed"] >= be["calls"]:
         raise EndpointDown(f"model server {cause} ({be['failed']} of {be['calls']} calls failed after retries)")
     print(partial_warning(be["failed"], be["calls"], "model server", cause, where), file=sys.stderr)
+
+
+def _check_judges(rows: list, where: str) -> None:
+    """A verifier kind whose every verdict of the step is an endpoint error (a judge that is down):
+    ``EndpointDown``, one line; some: a warning with the count (the ledger keeps the reason)."""
+    import sys
+
+    from coevo.core.endpoints import ERROR_REASONS, EndpointDown, partial_warning
+
+    by_kind: dict = {}
+    for r in rows:
+        n = by_kind.setdefault(r.get("verifier_kind") or "?", [0, 0])
+        n[0] += 1
+        n[1] += r.get("value") is None and r.get("reason") in ERROR_REASONS
+    for kind, (n, bad) in by_kind.items():
+        if bad and bad == n:
+            raise EndpointDown(f"judge ({kind}, verify.options.base_url): judge-unavailable after retries on "
+                               f"{bad} of {n} verdicts")
+        if bad:
+            print(partial_warning(bad, n, f"judge ({kind})", "judge-unavailable", where), file=sys.stderr)
 
 
 def _short(m: dict, columns=()) -> str:
