@@ -1,15 +1,34 @@
 """A recipe added from outside coevo (examples/toy_recipe.py + its preset) runs through the real
-CLI: three roles, multi-turn rollouts with masked tool segments, its own report section."""
+CLI: three roles, multi-turn rollouts with masked tool segments, its own report section. It runs
+as README.md says: its command, the installed `coevo` script, from the repository root, no PYTHONPATH."""
 import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
 
 import duckdb
 
 from conftest import REPO, run_coevo
 
 
+def documented_run(preset: str, *extra: str) -> subprocess.CompletedProcess:
+    """Run README.md's `coevo run --preset PRESET` line as written (plus ``extra``): the `coevo` script of
+    this environment, in the repository root, without PYTHONPATH."""
+    lines = [ln.split("#")[0].strip() for ln in (REPO / "README.md").read_text().splitlines()]
+    cmd = [ln for ln in lines if ln == f"coevo run --preset {preset}"]
+    assert cmd, f"README.md no longer shows `coevo run --preset {preset}`"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    argv = [str(Path(sys.executable).parent / "coevo"), *shlex.split(cmd[0])[1:], *extra]
+    p = subprocess.run(argv, cwd=REPO, env=dict(env, COLUMNS="200"), capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, f"{cmd[0]} failed ({p.returncode}):\n{p.stderr[-3000:]}"
+    return p
+
+
 def test_toy_recipe_three_roles_multiturn(tmp_path):
     out = tmp_path / "toy"
-    run_coevo("run", "-q", "--preset", str(REPO / "examples" / "toy_recipe.yaml"), "--out", str(out))
+    documented_run("examples/toy_recipe.yaml", "--out", str(out), "-q")
     con = duckdb.connect(str(out / "ledger.duckdb"), read_only=True)
     versions = [json.loads(v) for (v,) in con.execute("SELECT versions_json FROM steps ORDER BY step").fetchall()]
     segs = con.execute("SELECT segments_json, n_masked_tokens, n_tokens FROM rollouts "

@@ -6,12 +6,13 @@ import subprocess
 
 import duckdb
 
-from conftest import REPO, run_coevo
+from conftest import REPO
+from test_toy_recipe import documented_run
 
 
 def test_variant_folder_runs_with_its_own_reward(tmp_path):
     out = tmp_path / "variant"
-    run_coevo("run", "-q", "--preset", str(REPO / "examples" / "toy_variant" / "preset.yaml"), "--out", str(out))
+    documented_run("examples/toy_variant/preset.yaml", "--out", str(out), "-q")  # README's line, from the root
     con = duckdb.connect(str(out / "ledger.duckdb"), read_only=True)
     rewards = con.execute("SELECT w.step, w.item_id, w.reward FROM rewards w WHERE w.role = 'proposer' "
                           "ORDER BY w.step, w.item_id").fetchall()

@@ -5,12 +5,17 @@ A recipe module defines ``RECIPES = {name: RecipeInfo(...)}`` (one module may se
 recipe names: ``coevo.recipes.rgbc`` serves ``synco`` and ``rgbc``).  ``recipe`` in a run
 config is either a built-in name (``BUILTIN``) or the import path of a module outside coevo
 (``mypkg.my_recipe`` or ``mypkg.my_recipe:name``): adding a recipe is one module plus one
-preset file that names it.  This module imports no recipe until one is asked for.
+preset file that names it.  This module imports no recipe until one is asked for.  A module path
+that is not installed is looked up in the current directory, as ``python -m`` does
+(:func:`import_module`): ``coevo run --preset examples/toy_recipe.yaml`` from the repository root.
 """
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 BUILTIN = {"rzero": "coevo.recipes.rzero", "synco": "coevo.recipes.rgbc", "rgbc": "coevo.recipes.rgbc",
@@ -77,11 +82,26 @@ class RecipeInfo:
         return tuple(r.name for r in self.roles)
 
 
+def import_module(name: str):
+    """``importlib.import_module``; a module that is not installed but whose top-level package (or
+    module) is in the current directory is imported from there, as ``python -m`` would (the current
+    directory goes last on ``sys.path``, so it shadows nothing installed)."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        top = name.split(".")[0]
+        here = os.getcwd()
+        if e.name != top or here in sys.path or not ((Path(here) / top).is_dir() or (Path(here) / f"{top}.py").is_file()):
+            raise
+        sys.path.append(here)
+        return importlib.import_module(name)
+
+
 def resolve(ref: str) -> Any:
     """``"package.module:attr"`` -> the attribute (a clear error when it is missing)."""
     mod, _, attr = ref.partition(":")
     try:
-        m = importlib.import_module(mod)
+        m = import_module(mod)
     except ImportError as e:
         raise RecipeNotFound(f"cannot import {mod!r}: {e}") from None
     if not attr:

@@ -3,7 +3,7 @@ contract (coevo/worlds/base.py).  A world class builds itself from the run confi
 ``from_config(cfg)`` when it has one, else from ``world.options`` as keyword arguments."""
 from __future__ import annotations
 
-import importlib
+from coevo.core.registry import import_module
 
 WORLDS = {"arithmetic": "coevo.worlds.arithmetic:ArithmeticWorld", "math": "coevo.worlds.math:MathWorld",
           "scripted": "coevo.worlds.scripted:ScriptedToolWorld", "facts": "coevo.worlds.facts:FactsWorld",
@@ -20,7 +20,7 @@ def world_class(name: str):
     if not attr:
         raise WorldNotFound(f"unknown world {name!r}; built-in: {', '.join(WORLDS)} (or 'module:Class')")
     try:
-        return getattr(importlib.import_module(mod), attr)
+        return getattr(import_module(mod), attr)  # a module in the current directory too (python -m)
     except (ImportError, AttributeError) as e:
         raise WorldNotFound(f"world {name!r} unavailable: {e}") from None
 
