@@ -65,8 +65,9 @@ def print_judge_stress(res: dict) -> None:
           f"fixed={res['judge_fixed']}, versions={','.join(j.get('verdict_versions', []))})")
     print(f"break rate (judge passes, oracle fails): {b['broken']}/{b['n']} = {_fmt(b['rate'])} "
           f"[{_fmt(b['ci_low'])}, {_fmt(b['ci_high'])}] (Wilson 95%); abstained {b['n_abstained']}")
-    print(f"errors (endpoint failed after retries, left out of every rate): judge {res.get('judge_errors', 0)}, "
-          f"attacker {res.get('attacker_errors', 0)} of {res.get('endpoint_calls', 0)} endpoint calls")
+    if res.get("endpoint_calls"):  # a judge or attacker URL: its failed calls are errors, in no rate
+        print(f"errors (endpoint failed after retries, left out of every rate): judge {res['judge_errors']}, "
+              f"attacker {res['attacker_errors']} of {res['endpoint_calls']} endpoint calls")
     for f, v in res["by_family"].items():
         print(row(f, v))
     for f, v in res["by_endpoint"].items():

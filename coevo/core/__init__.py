@@ -4,5 +4,6 @@
 ``world`` (Task, ParseResult, ResponseFormat, the World contract and its capability protocols),
 ``verdict`` (Verdict and the abstention reasons), ``plan`` (StepSpec, round plans),
 ``registry`` (RecipeInfo, RoleSpec and the lookup of recipes by name), ``errors`` (the one
-"cannot run" error).  Nothing here imports another coevo package.
+"cannot run" error), ``endpoints`` (failing closed on a model server, judge or retriever that is
+down: ``EndpointDown``, failed calls counted as errors, ``--max-error-rate``).  Nothing here imports another coevo package.
 """

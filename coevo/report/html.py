@@ -89,7 +89,15 @@ def _run_info(info: dict, summary: dict, run_dir: Path) -> str:
             f"<p class=note>run {html.escape(str(info.get('run_id')))}, world {html.escape(str(info.get('world')))}, "
             f"preset <b>{html.escape(str(summary.get('preset')))}</b>, seed {html.escape(str(info.get('seed')))}"
             + (f", wall time {wall:.0f} s" if isinstance(wall, (int, float)) else "")
-            + ". Accuracies are against the world's oracle.</p>" + fr_html)
+            + ". Accuracies are against the world's oracle.</p>" + fr_html + _errors_html(summary))
+
+
+def _errors_html(summary: dict) -> str:
+    """Failed calls to a model server or judge (summary.json ``errors``): errors, not wrong or abstained."""
+    return "".join(f"<p class=big><b>errors: {e['failed']} of {e['calls']} {html.escape(part.replace('_', ' '))} "
+                   f"calls failed after retries</b> (first: {html.escape(str(e['first']))}); they are left out of "
+                   "the accuracies and instruments, never counted as wrong or abstained.</p>"
+                   for part, e in (summary.get("errors") or {}).items() if e.get("failed"))
 
 
 def recipe_sections(recipe: str, led: Ledger, run_id: str, run_dir: Path) -> tuple[list[str], tuple[str, ...]]:

@@ -24,12 +24,15 @@ import hashlib
 from typing import Any, Collection, Sequence
 from urllib.parse import urlsplit
 
+from coevo.core.policy import BackendError
 from coevo.retrieval.base import Passage
 from coevo.retrieval.corpus import split_contents
 
 
-class RetrievalError(RuntimeError):
-    """The retrieval server failed (one-line message naming the URL and the cause)."""
+class RetrievalError(BackendError):
+    """The retrieval server failed (one-line message naming the URL and the cause). A ``BackendError``
+    (``coevo.core.endpoints``): a run stops at the step with that one line, exit 2, never a traceback
+    and never a search result scored as empty."""
 
 
 def retrieve_url(url: str) -> str:
