@@ -6,17 +6,35 @@ Heavy modules are imported inside commands so ``coevo --help`` stays instant.
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import List, Optional
 
-import typer
+from coevo import interrupt
 
-from coevo.cli_common import API_KEY_ENV_HELP, UserError, console, emit_json, fail, solver_policy  # noqa: F401 - re-exported
-from coevo.commands.output import emit, json_option
-from coevo.core.registry import BUILTIN
+if Path(sys.argv[0]).name in ("coevo", "__main__.py", "cli.py"):  # the program, not an import (tests, scripts)
+    interrupt.quiet_start()  # Ctrl-C while the imports below run: one line, never a traceback
+
+import typer  # noqa: E402
+
+from coevo.cli_common import API_KEY_ENV_HELP, UserError, console, emit_json, fail, solver_policy  # noqa: F401,E402
+from coevo.commands.output import emit, json_option  # noqa: E402
+from coevo.core.registry import BUILTIN  # noqa: E402
 
 HELP = {"help_option_names": ["-h", "--help"]}
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, context_settings=HELP,
+
+
+class CoevoApp(typer.Typer):
+    """The ``coevo`` program: a usage error (an unknown option, a bad value, a missing argument) is one line on
+    stderr, exit 2, as every other user error (``cli_common.run_app``)."""
+
+    def __call__(self, *args, **kwargs):
+        from coevo.cli_common import run_app
+
+        return run_app(super().__call__, *args, **kwargs)
+
+
+app = CoevoApp(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, context_settings=HELP,
                   help="Self-evolving proposer-solver training with honest reward accounting.")
 bench_app = typer.Typer(add_completion=False, no_args_is_help=True, context_settings=HELP,
                         help="Benchmarks (ratios; --json for JSON).")
@@ -65,8 +83,12 @@ def run(
 ):
     """Co-evolve a proposer and a solver; writes a run directory with ledger, checkpoints, summary and report.
 
-    Progress goes to stderr; the round table and the run directory's line to stdout."""
-    from coevo.cli_common import process_wall
+    Progress goes to stderr; the round table and the run directory's line to stdout.  Ctrl-C or SIGTERM stops it
+    cleanly (coevo/interrupt.py): one line naming the step to resume from, exit 130 / 143."""
+    from coevo import interrupt
+
+    interrupt.install()  # first: a signal during the imports below is one line too
+    from coevo.cli_common import interrupted, process_wall
     from coevo.config import ConfigError, check_intended_backend
     from coevo.core.errors import CannotRun
     from coevo.knobs import KnobError, prepare_resume, resolve_run_config, shortcut_overrides
@@ -97,6 +119,8 @@ def run(
             run_dir = run_from_config(cfg, out, quiet=quiet, report=not no_report)
     except (UserError, ConfigError, CannotRun, KnobError) as e:  # RunError is a CannotRun
         fail(str(e))
+    except interrupt.Interrupted as e:
+        interrupted(e, resume)
     files = [n for n in ("report.html", "summary.json", "ledger.duckdb") if (run_dir / n).exists()]
     typer.echo(f"run directory: {run_dir}  ({process_wall():.1f} s wall; {', '.join(files)})")
 

@@ -20,12 +20,64 @@ class UserError(Exception):
     """An error the user can fix; printed as one line, exit status 2."""
 
 
-def fail(msg: str) -> None:
+def say_error(msg: str) -> None:
+    """``error: msg`` on stderr, one line however long (a log, a pipe: no wrap at 80 columns)."""
     from rich.markup import escape
 
-    # msg is plain text, never markup; soft_wrap: one line however long (a log, a pipe: no wrap at 80 columns)
-    console.print(f"[bold red]error:[/] {escape(str(msg))}", highlight=False, soft_wrap=True)
+    text = " ".join(str(msg).split())  # one line: a message with newlines (a parser's, a library's) is joined
+    console.print(f"[bold red]error:[/] {escape(text)}", highlight=False, soft_wrap=True)  # plain text, never markup
+
+
+def fail(msg: str) -> None:
+    say_error(msg)
     raise typer.Exit(2)
+
+
+_said_interrupted = False
+
+
+def run_app(call, *args, **kwargs):
+    """Run the ``coevo`` app (``call``: Typer's own ``__call__``) and exit with its status, as click's standalone
+    mode does, except that a usage error (unknown option, bad value, missing argument) is one line and exit 2, and
+    a Ctrl-C is one line and exit 130."""
+    try:
+        from typer._click import exceptions as cx  # typer 0.2x carries its own click
+    except ImportError:  # pragma: no cover - older typer: click itself
+        from click import exceptions as cx
+
+    from coevo import interrupt
+
+    interrupt.default_signals()  # the start-up's handler ends here (``coevo run`` installs its own)
+    kwargs["standalone_mode"] = False
+    try:
+        rc = call(*args, **kwargs)
+    except getattr(cx, "NoArgsIsHelpError", ()) as e:  # `coevo`, `coevo bench`: the help, already printed
+        rc = e.exit_code
+    except cx.ClickException as e:
+        ctx = getattr(e, "ctx", None)
+        say_error(e.format_message() + (f" (`{ctx.command_path} -h` for help)" if ctx is not None else ""))
+        rc = 2 if isinstance(e, cx.UsageError) else e.exit_code
+    except (typer.Abort, cx.Abort):  # end of input at a prompt
+        say_error("aborted")
+        rc = 1
+    if rc == 130 and not _said_interrupted:  # typer's exit for a KeyboardInterrupt: nothing said yet
+        sys.stderr.write("interrupted\n")
+    sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def interrupted(e, resume=None) -> None:
+    """``coevo run`` stopped by SIGINT / SIGTERM (``coevo.interrupt.Interrupted``): one line on stderr, exit 130 / 143."""
+    run_dir = e.run_dir or resume
+    if run_dir is None:
+        msg = "interrupted before the run started; nothing was written"
+    else:
+        at = "" if e.run_dir is None or e.step is None else f" at step {e.step}"
+        msg = f"interrupted{at}; resume: coevo run --resume {run_dir}"
+    global _said_interrupted
+    _said_interrupted = True
+    sys.stderr.write(msg + "\n")
+    sys.stderr.flush()
+    raise typer.Exit(e.exit_code)
 
 
 def emit_json(obj) -> None:

@@ -27,7 +27,7 @@ from coevo.tracking import open_tracker
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 
 
-from coevo.runner.loop import Loop, RunError, distinct_policies  # noqa: E402,F401
+from coevo.runner.loop import Loop, RunError, distinct_policies, stamped  # noqa: E402,F401
 from coevo.runner.summary import build_summary, errors_over, print_round_table, recipe_columns  # noqa: E402,F401
 
 
@@ -145,9 +145,12 @@ def _new_run_dir(cfg: RunConfig, out: Path | None) -> Path:
 
 def run_from_config(cfg: RunConfig, out: Path | None = None, quiet: bool = False, report: bool = True) -> Path:
     """A new run in ``out``; ``report=False`` skips report.html (``coevo report RUN`` writes it later)."""
+    from coevo.interrupt import held
+
     run_dir = _new_run_dir(cfg, out)
-    with writer_guard(run_dir, RunError):  # one writer per run directory; disk trouble as one line
-        (run_dir / "config.yaml").write_text(dump_config(cfg))
+    with stamped(run_dir), writer_guard(run_dir, RunError):  # one writer per run directory; disk trouble as one line
+        with held():  # a signal here leaves a whole config.yaml (resumable) or none (the directory is removed)
+            (run_dir / "config.yaml").write_text(dump_config(cfg))
         _execute(cfg, run_dir, fresh=True, quiet=quiet, report=report)
     return run_dir
 

@@ -8,13 +8,16 @@ simply overwritten when the step is re-run. Same seed ⇒ same numbers, resumed 
 """
 from __future__ import annotations
 
+import gc
 import os
 import shutil
+from contextlib import ExitStack
 from pathlib import Path
 
 from coevo.checkpoint import CheckpointError, atomic_dir, is_stale_temp, load_legacy_pickle, load_tree, save_tree
 from coevo.core.errors import CannotRun
 from coevo.core.policy import BackendError
+from coevo.interrupt import Interrupted, held
 from coevo.ledger.store import Ledger
 from coevo.runlock import disk_trouble
 from coevo.runner.summary import metric_value
@@ -22,6 +25,50 @@ from coevo.runner.summary import metric_value
 
 class RunError(CannotRun):
     """A run cannot start or continue (one line for the user; exit status 2)."""
+
+
+class stamped:
+    """``with stamped(run_dir):`` an ``Interrupted`` leaving the block names ``run_dir`` and the step a resume starts
+    from (the first one not committed); a new run stopped before its config.yaml was written leaves no directory
+    behind (when empty)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = Path(run_dir)
+
+    def __enter__(self) -> "stamped":
+        return self
+
+    def __exit__(self, typ, e, tb) -> bool:
+        if not isinstance(e, Interrupted):
+            return False
+        if not (self.run_dir / "config.yaml").exists():
+            try:
+                self.run_dir.rmdir()  # nothing to resume
+            except OSError:
+                pass
+            return False
+        del tb  # the frames may hold a half-opened ledger: freed, so that next_step can open it
+        e.__traceback__ = None  # one line is printed, never the frames
+        gc.collect()
+        e.run_dir, e.step = self.run_dir, next_step(self.run_dir)
+        return False
+
+
+def next_step(run_dir: Path) -> int | None:
+    """The first step the ledger has not committed (0 without a ledger); None if the ledger cannot be read."""
+    path = Path(run_dir) / "ledger.duckdb"
+    if not path.exists():
+        return 0
+    try:
+        led = Ledger(path, read_only=True)
+    except Exception:  # noqa: BLE001 - LedgerError, or a file cut short at creation
+        return None
+    try:
+        return int(led.query("SELECT coalesce(max(step), -1) AS s FROM steps")[0]["s"]) + 1
+    except Exception:  # noqa: BLE001 - a ledger created but never given its tables
+        return 0
+    finally:
+        led.close()
 
 
 def distinct_policies(policies: dict) -> list:
@@ -135,33 +182,41 @@ class Loop:
         before = [_calls(p) for p in uniq]
         where = f"step {spec.step} (round {spec.round} {spec.phase})"
         resume = f"`coevo run --resume {self.run_dir}`" if self.run_dir else "a rerun"
-        try:
-            with timing.record(), self.led.step(self.run_id, spec.step, spec.round, spec.phase,
-                                                spec.phase_step) as w:
-                with timing.stage("reward"):  # the recipe's own work, less the shared stages inside it
-                    metrics = self.recipe.run_step(spec, w)
-                errs = [e for p, n in zip(uniq, seen) for e in (getattr(p, "errors", None) or [])[n:]]
-                tally = _tally(uniq, before)
-                if tally["calls"]:  # the step's calls to an inference server (openai backend)
-                    metrics["backend_calls"] = tally["calls"]
-                if errs:  # inference-server failures of this step, with their reasons (openai backend)
-                    metrics["backend_errors"] = {"n": len(errs), "first": errs[:5], **tally}
-                    _check_endpoint(metrics["backend_errors"], where)
-                _check_judges(w.rows.get("verdicts", []), where)
-                w.metrics = metrics
-                w.versions = {role: p.version for role, p in self.policies.items()}
-                if self.run_dir is not None:
-                    with timing.stage("state"):
-                        _save_state(self.run_dir, spec.step, self.policies, self.recipe)
-        except BackendError as e:
-            raise RunError(f"{where} failed: {e}. Nothing of this step was written; the steps before it are "
-                           f"saved: fix the cause, then {resume}") from None
-        except Exception as e:  # noqa: BLE001 - disk trouble becomes one line, the rest is re-raised
-            msg = disk_trouble(e, self.run_dir) if self.run_dir is not None else None
-            if msg is None:
-                raise
-            raise RunError(f"{where} not saved: {msg}; the steps before it are saved: free space, then "
-                           f"{resume}") from None
+        # SIGINT / SIGTERM (coevo.interrupt) drop the step while it runs; from its state file on it completes
+        # (commit, pruning, checkpoints) and the signal waits for its end
+        with ExitStack() as completing:
+            try:
+                with timing.record(), self.led.step(self.run_id, spec.step, spec.round, spec.phase,
+                                                    spec.phase_step) as w:
+                    with timing.stage("reward"):  # the recipe's own work, less the shared stages inside it
+                        metrics = self.recipe.run_step(spec, w)
+                    errs = [e for p, n in zip(uniq, seen) for e in (getattr(p, "errors", None) or [])[n:]]
+                    tally = _tally(uniq, before)
+                    if tally["calls"]:  # the step's calls to an inference server (openai backend)
+                        metrics["backend_calls"] = tally["calls"]
+                    if errs:  # inference-server failures of this step, with their reasons (openai backend)
+                        metrics["backend_errors"] = {"n": len(errs), "first": errs[:5], **tally}
+                        _check_endpoint(metrics["backend_errors"], where)
+                    _check_judges(w.rows.get("verdicts", []), where)
+                    w.metrics = metrics
+                    w.versions = {role: p.version for role, p in self.policies.items()}
+                    completing.enter_context(held())
+                    if self.run_dir is not None:
+                        with timing.stage("state"):
+                            _save_state(self.run_dir, spec.step, self.policies, self.recipe)
+            except BackendError as e:
+                raise RunError(f"{where} failed: {e}. Nothing of this step was written; the steps before it are "
+                               f"saved: fix the cause, then {resume}") from None
+            except Exception as e:  # noqa: BLE001 - disk trouble becomes one line, the rest is re-raised
+                msg = disk_trouble(e, self.run_dir) if self.run_dir is not None else None
+                if msg is None:
+                    raise
+                raise RunError(f"{where} not saved: {msg}; the steps before it are saved: free space, then "
+                               f"{resume}") from None
+            self._after_commit(spec)
+        return metrics
+
+    def _after_commit(self, spec) -> None:
         if self.run_dir is not None:
             _prune_states(self.run_dir, spec.step)
         if self.tracker is not None:  # after the commit: never raises, the ledger stays the record
@@ -171,7 +226,6 @@ class Loop:
             ck.mkdir(parents=True, exist_ok=True)
             for role, p in self.policies.items():
                 p.save(ck / f"{role}.pt")  # a checkpoint directory (see docs/real-models.md)
-        return metrics
 
 
 def _calls(p) -> tuple[int, int]:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from coevo.knobs import RESUME_RECORD as RECORD
 from coevo.knobs import KnobError, prepare_resume
-from coevo.runner.loop import RunError
+from coevo.runner.loop import RunError, stamped
 
 
 def check_plan(loop) -> int:
@@ -79,7 +79,7 @@ def resume_with(run_dir: Path, execute, overrides=(), quiet: bool = False, repor
         if changes:
             record_changes(run_dir, cfg, changes, last)
 
-    with writer_guard(run_dir, RunError):
+    with stamped(run_dir), writer_guard(run_dir, RunError):  # stamped: an interruption names the step to resume
         execute(cfg, run_dir, fresh=not (run_dir / "ledger.duckdb").exists(), quiet=quiet, report=report,
                  on_resume=on_resume)
     return run_dir

@@ -34,6 +34,7 @@ from multiprocessing.connection import wait as mp_wait
 from typing import Any, Callable, Iterable, Optional
 
 from coevo.core.verdict import Verdict
+from coevo.interrupt import signals_ignored_in_children
 
 FLUSH_S = 0.02          # a worker sends finished results at least this often
 PRELOAD = ["coevo.verify.checks"]
@@ -203,6 +204,8 @@ class VerifierPool:
 
     # -- lifecycle -------------------------------------------------------
     def _spawn(self) -> _Worker:
+        if self._ctx.get_start_method() == "forkserver":
+            _start_forkserver()
         return _Worker(self._ctx, self.memory_mb)
 
     def _ensure_workers(self) -> None:
@@ -387,6 +390,17 @@ def _ensure_preload() -> None:
             except Exception:  # noqa: BLE001
                 pass
             _preload_done = True
+
+
+def _start_forkserver() -> None:
+    """Start the fork server (if not yet running) with SIGINT and SIGTERM ignored, and so its workers: a Ctrl-C
+    while it imports the checkers prints no KeyboardInterrupt traceback, and a SIGTERM to the process group
+    (``timeout``, a scheduler) leaves the workers to the pool's owner, which stops them (``close``; a killed owner
+    takes them along: the server exits with it, each worker with the server)."""
+    from multiprocessing import forkserver
+
+    with signals_ignored_in_children():
+        forkserver.ensure_running()
 
 
 @atexit.register
