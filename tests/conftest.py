@@ -5,6 +5,11 @@ from pathlib import Path
 
 import pytest
 
+# one torch thread per run: `make test` runs two pytest-xdist workers on 2 cores, and two threads per run
+# there made steps several times slower (coevo.runner.thread_count; the tiny model's results are the same)
+os.environ.setdefault("COEVO_MAX_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -163,11 +163,21 @@ def resume_run(run_dir: Path, quiet: bool = False, report: bool = True, override
     return resume_with(run_dir, _execute, overrides, quiet=quiet, report=report)
 
 
+def thread_count(configured: int) -> int:
+    """torch's CPU threads: ``backend.threads``, capped by the environment's ``COEVO_MAX_THREADS`` when set
+    (the test suite sets 1: two pytest-xdist workers with two threads each on 2 cores ran steps several times
+    slower). The cap changes speed only: the tiny model's results are the same for 1 and 2 threads."""
+    import os
+
+    cap = os.environ.get("COEVO_MAX_THREADS", "").strip()
+    return max(1, min(configured, int(cap))) if cap.isdigit() and int(cap) > 0 else configured
+
+
 def _execute(cfg: RunConfig, run_dir: Path, fresh: bool, quiet: bool, report: bool = True, on_resume=None) -> None:
     from coevo.executors import ExecutorError, make_executor
     from coevo.verify.run import run_verifier_from_config
 
-    torch.set_num_threads(cfg.backend.threads)
+    torch.set_num_threads(thread_count(cfg.backend.threads))
     run_id = run_dir.resolve().name
     info = recipe_info(cfg)
     world = make_world(cfg)
