@@ -5,10 +5,12 @@ from pathlib import Path
 
 import pytest
 
-# one torch thread per run: `make test` runs two pytest-xdist workers on 2 cores, and two threads per run
-# there made steps several times slower (coevo.runner.thread_count; the tiny model's results are the same)
-os.environ.setdefault("COEVO_MAX_THREADS", "1")
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+# one torch thread per run under pytest-xdist: `make test` runs two workers on 2 cores, and two threads per
+# run there made steps several times slower (coevo.runner.thread_count; the tiny model's results are the same).
+# A single-process run (.ci/run's slow SmolLM2 tests) keeps backend.threads.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("COEVO_MAX_THREADS", "1")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 
