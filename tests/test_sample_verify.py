@@ -136,3 +136,32 @@ def test_groups_evaluation_and_certificate_go_through_the_stage(monkeypatch, tmp
     assert len(p) == 6 and cert["n_tasks"] == 6
     n_bearing = sum(0 < t["mu_screen"] < 1 for t in cert["tasks"])
     assert calls == [(6, 4, "audit"), (6, 4, "audit")] + ([(n_bearing, 4, "audit")] if n_bearing else [])
+
+
+def test_certificate_leaves_out_tasks_a_failed_call_touched():
+    """A model server that fails every call for two of 12 tasks: the certificate holds the other ten tasks
+    only (its screen triple is theirs), the errors are counted, and no failed call is scored as wrong."""
+    from coevo.stages.certify import certify
+
+    world, tasks = ArithmeticWorld(), arithmetic_tasks(12)
+    down = {world.solver_prompt(t) for t in (tasks[3], tasks[7])}
+
+    class Flaky:  # the tiny solver, with the calls for the two tasks failed after their retries
+        def __init__(self):
+            self.inner, self.version = solver(), "v0"
+
+        def sample(self, prompts, n, sampling, **kw):
+            got = self.inner.sample(prompts, n, sampling)
+            return [[replace(c, text="", finish_reason="error", meta={"error": "HTTP 500"}) for c in g]
+                    if p in down else g for p, g in zip(prompts, got)]
+
+    v = WorldEquivalence(world)
+    got = certify(Flaky(), world, tasks, v, k=4, n_boot=50)
+    assert got["errors"]["failed"] >= 2 and got["errors"]["excluded_tasks"] == 2
+    assert got["errors"]["first"] == "HTTP 500"
+    assert [t["task_id"] for t in got["tasks"]] == [t.task_id for i, t in enumerate(tasks) if i not in (3, 7)]
+    mus = np.array([t["mu_screen"] for t in got["tasks"]])  # the ten answered tasks' screen shares only
+    assert len(mus) == 10 and np.isfinite(mus).all()
+    triple = got["screen_triple"]
+    assert [triple["all_correct"], triple["bearing"], triple["all_wrong"]] == pytest.approx(
+        [np.mean(mus == 1), np.mean((mus > 0) & (mus < 1)), np.mean(mus == 0)])

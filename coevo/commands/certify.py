@@ -121,4 +121,5 @@ def _print_certificate(cert: dict) -> None:
           f"null-model fit error {cert['null_model']['fit_error']:.4f}; P1: {cert['p1']['verdict']}")
     e = cert.get("errors") or {}
     if e.get("calls"):  # model-server calls (--server) that failed after retries: errors, not wrong answers
-        print(f"errors: {e['failed']} of {e['calls']} sampling calls failed after retries")
+        print(f"errors: {e['failed']} of {e['calls']} sampling calls failed after retries; "
+              f"{e.get('excluded_tasks', 0)} tasks left out of every number")

@@ -89,8 +89,9 @@ def certify(policy, world, tasks: Sequence[Any], verifier, k: int = 4, sampling=
     """The certificate of a frozen ``policy`` on ``tasks`` (``world.solver_prompt`` prompts,
     ``world.extract_answer`` answers, ``verifier.match_many`` judgements; sampling on the audit
     stream so no training RNG moves).  ``errors``: the model-server calls (one per task and group) that
-    failed after their retries; their groups hold no answers (a first batch that fails whole stops the
-    certificate: ``EndpointDown``)."""
+    failed after their retries; a task one of whose groups a failed call touched is left out of every
+    number (``errors["excluded_tasks"]``), so an error never counts as a wrong answer (a first batch that
+    fails whole stops the certificate: ``EndpointDown``)."""
     if k < 2:
         raise CertifyError(f"k must be >= 2, got {k}")
     if not tasks:
@@ -112,9 +113,20 @@ def certify(policy, world, tasks: Sequence[Any], verifier, k: int = 4, sampling=
         errors["failed"] += failed
         errors["calls"] += calls
         errors["first"] = errors["first"] or next((first_cause(c) for g in got.outs for c in g if is_error(c)), "")
+        lost.update(i for i, g in zip(idx, got.outs) if any(is_error(c) for c in g))
         return got.answers, got.mus(REF)
 
+    lost: set[int] = set()  # tasks a failed call touched: left out of the certificate, never scored as wrong
     groups = screen_confirm(draw, len(tasks))
+    if lost:
+        keep = [i for i in range(len(tasks)) if i not in lost]
+        if not keep:
+            raise CertifyError(f"every task lost a group to a failed model-server call ({errors['first']})")
+        groups = {key: [v[i] for i in keep] if isinstance(v, list) else np.asarray(v)[keep]
+                  for key, v in groups.items()}
+        tasks, refs = [tasks[i] for i in keep], [refs[i] for i in keep]
+        truth_p = None if truth_p is None else [truth_p[i] for i in keep]
+    errors["excluded_tasks"] = len(lost)
     agrees, share = mode_flags(verifier, groups, refs)
     out = certificate_from_groups(groups, k, batch=batch, mode_agrees=agrees, mode_share=share,
                                   doubt_stable=doubt_stable, truth_p=truth_p, n_boot=n_boot, seed=seed)
