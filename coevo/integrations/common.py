@@ -1,32 +1,13 @@
-"""What the verl adapter and the importers share: answer extraction, the verifier, ledger parts.
-
-**Ledger parts (the one-writer rule with several reward workers).** verl may call a reward
-function from several processes at once (the trainer, ``launch_reward_fn_async`` tasks, the
-reward-loop workers), on several nodes. A DuckDB file has one writer, so each process writes
-its *own* part: ``<COEVO_LEDGER>/parts/<host>-<pid>/ledger.duckdb``, a run directory whose
-``run.lock`` (``coevo.runlock.RunLock``) the process holds from its first write until it exits.
-Within a process a mutex serialises the threads (verl's reward loop calls ``compute_score`` from
-an executor thread). By default every call's rows are committed before the call returns
-(``flush_rows=1``): the part's DuckDB connection stays open, so a commit costs milliseconds, and
-a worker that verl's ``ray.shutdown()`` kills (no atexit) loses nothing, since DuckDB replays
-the committed write-ahead log when the part is next opened. ``flush_rows=N`` / ``flush_s``
-buffer instead (at exit, or lost with a killed worker). ``coevo import parts
-<COEVO_LEDGER> --out RUN`` merges the parts into one run (it refuses a part whose writer is alive).
+"""What the framework adapters and the importers share: answer extraction, the verifier, the rows of
+rollouts and tasks another framework produced. The ledger parts they write are
+``coevo.integrations.ledger_writer`` (re-exported here); the reward core is ``coevo.integrations.scoring``.
 """
 from __future__ import annotations
 
-import atexit
-import os
 import re
-import socket
-import threading
-import time
-from pathlib import Path
 from typing import Any, Optional
 
-from coevo.ledger.store import Ledger
-from coevo.ledger.schema import TABLES
-from coevo.runlock import RunLock
+from coevo.integrations.ledger_writer import PartWriter, close_parts, part_writer  # noqa: F401 (re-exported)
 from coevo.verify.run import shared_run_verifier as build_verifier  # noqa: F401 (re-exported)
 
 __all__ = ["LEDGER_ENV", "EXTRACT_MODES", "extract_answer", "build_verifier", "PartWriter", "part_writer",
@@ -69,102 +50,6 @@ def as_reference(gts: Any) -> Optional[str]:
     return None
 
 
-
-
-class PartWriter:
-    """This process's ledger part under ``root`` (see the module docstring)."""
-
-    def __init__(self, root: Path, recipe: str = "verl-adapter", flush_rows: int = 1,
-                 flush_s: float = 30.0) -> None:
-        self.part = f"{socket.gethostname()}-{os.getpid()}"
-        self.dir = Path(root) / "parts" / self.part
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.lock = RunLock(self.dir).acquire()  # RunLockError if a live process holds it
-        self.path = self.dir / "ledger.duckdb"
-        self.mutex = threading.Lock()
-        self.counter = 0
-        self.flush_rows, self.flush_s = int(flush_rows), float(flush_s)
-        self.buf: dict[str, list[dict]] = {}
-        self.n_buf, self.last = 0, time.monotonic()
-        self.led = Ledger(self.path)  # open for the process's life: a commit is then ~4 ms, not ~200 ms
-        if not self.led.query("SELECT run_id FROM runs"):
-            self.led.append("runs", [{"run_id": self.part, "created_at": time.time(), "recipe": recipe,
-                                      "world": "verl", "seed": None, "config_yaml": None,
-                                      "coevo_version": _version()}])
-
-    def next_id(self) -> str:
-        with self.mutex:
-            self.counter += 1
-            return f"{self.part}-c{self.counter}"
-
-    def write(self, rows: dict[str, list[dict]], flush: bool = False) -> int:
-        """Buffer ``{table: rows}`` (every row gets this part's run_id); the buffer is appended in one
-        transaction when ``flush``, when it holds ``flush_rows`` rows, ``flush_s`` seconds after the
-        last flush, and at exit (``flush_rows=1``, the default: every call is committed)."""
-        n = 0
-        with self.mutex:
-            for table, rs in rows.items():
-                if table not in TABLES:
-                    raise ValueError(f"unknown table {table}")
-                for r in rs:
-                    r["run_id"] = self.part
-                self.buf.setdefault(table, []).extend(rs)
-                n += len(rs)
-            self.n_buf += n
-            if flush or self.n_buf >= self.flush_rows or time.monotonic() - self.last >= self.flush_s:
-                self._flush()
-        return n
-
-    def _flush(self) -> None:
-        if self.n_buf:
-            with self.led.transaction(checkpoint=False):  # under the ledger's write guard (ledger/live.py)
-                for table, rs in self.buf.items():
-                    self.led.append(table, rs)
-        self.buf, self.n_buf, self.last = {}, 0, time.monotonic()
-
-    def close(self) -> None:
-        """Write what is buffered, release the part's lock."""
-        with self.mutex:
-            try:
-                self._flush()
-            finally:
-                self.led.close()
-                self.lock.release()
-
-
-_PARTS: dict = {}
-_PLOCK = threading.Lock()
-
-
-def part_writer(root: str | Path, flush_rows: int = 1, flush_s: float = 30.0) -> PartWriter:
-    """The writer of this process (a forked child gets its own part); the flush settings of
-    the first call stay."""
-    key = (str(Path(root).resolve()), os.getpid())
-    with _PLOCK:
-        if key not in _PARTS:
-            _PARTS[key] = PartWriter(Path(root), flush_rows=flush_rows, flush_s=flush_s)
-        return _PARTS[key]
-
-
-def close_parts() -> None:
-    """Release this process's part locks (also run at exit)."""
-    with _PLOCK:
-        for k, w in list(_PARTS.items()):
-            if k[1] == os.getpid():
-                w.close()
-                del _PARTS[k]
-
-
-atexit.register(close_parts)
-
-
-def _version() -> str:
-    try:
-        from coevo import __version__
-
-        return str(__version__)
-    except ImportError:
-        return "?"
 
 
 def rollout_row_of(run_id: str, round_: int, step: int, rollout_id: str, task_id: str, role: str, purpose: str,

@@ -27,20 +27,28 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-import numpy as np
 
 from coevo.integrations.common import (
     LEDGER_ENV, as_reference, build_verifier, extract_answer, part_writer, rollout_row_of, task_row_of,
 )
-from coevo.ledger.rows import dumps, reward_row, verdict_row, verdict_row_of
+from coevo.integrations.scoring import (
+    Framework, SolverItem, challenger_rows, challenger_scores, installed_version, solver_rows, solver_verdicts, tri_state,
+)
+from coevo.ledger.rows import dumps, reward_row, verdict_row_of
 from coevo.recipes.rgbc import SYNCO, SYNTHESIZER
-from coevo.recipes.rzero import CHALLENGER
 
-__all__ = ["compute_score", "compute_challenger_scores", "compute_teachability_scores", "STEP_ENV"]
+__all__ = ["compute_score", "compute_challenger_scores", "compute_teachability_scores", "STEP_ENV", "framework"]
 
 STEP_ENV = "COEVO_STEP"
-VERSION = "verl"  # policy version recorded on adapter rows (verl does not pass one)
 _CALLS = {"batch": 0}
+_FW: dict = {}
+
+
+def framework() -> Framework:
+    """verl and its installed version ("" where verl is not installed, as in coevo's own test venv)."""
+    if "fw" not in _FW:
+        _FW["fw"] = Framework("verl", installed_version("verl"))
+    return _FW["fw"]
 
 
 # ---------------------------------------------------------------------- small shared pieces
@@ -48,7 +56,8 @@ def _writer(ledger: Optional[str], kw: dict):
     root = ledger or os.environ.get(LEDGER_ENV)
     if not root:
         return None
-    return part_writer(Path(root), int(kw.get("flush_rows", 1)), float(kw.get("flush_s", 30.0)))
+    fw = framework()
+    return part_writer(Path(root), fw.name, fw.version, int(kw.get("flush_rows", 1)), float(kw.get("flush_s", 30.0)))
 
 
 STEP_KEYS = ("global_steps", "global_step", "step", "max_global_steps", "min_global_steps")
@@ -126,31 +135,18 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, *, l
         raise ValueError(f"target must be oracle or pseudo_label, got {target!r}")
     extra = dict(extra_info or {})
     rv = _verifier(kwargs)
-    answer = extract_answer(solution_str, extract)
     ref = as_reference(ground_truth)
-    oracle = as_reference(extra.get("oracle_answer")) if target == "pseudo_label" else None
-    pairs = [(answer, ref)] + ([(answer, oracle)] if oracle is not None else [])
-    verdicts = rv.match_many(pairs)
-    v = verdicts[0]
+    it = SolverItem(_task_id(data_source, extra, ref), solution_str, ref, extra.get("question"),
+                    as_reference(extra.get("oracle_answer")) if target == "pseudo_label" else None)
+    solver_verdicts(rv, [it], extract)
+    v = it.verdicts[0]
     score = float(v.value) if v.value is not None else float(abstain_score)
     w = _writer(ledger, kwargs)
     if w is not None:
         s, s_from = step_of(extra, step, 0)
-        tid = _task_id(data_source, extra, ref)
-        rid = w.next_id()
-        purpose = "p_hat" if target == "oracle" else "train"
-        rows = {"tasks": [task_row_of(w.part, 1, s, tid, "verl", extra.get("question"), ref, prompt_version="verl",
-                                      parse_ok=True, oracle_answer=ref if target == "oracle" else oracle,
-                                      pseudo_label=ref if target == "pseudo_label" else None,
-                                      meta_json=dumps({"data_source": str(data_source), "step_from": s_from,
-                                                       "split": extra.get("split")}))],
-                "rollouts": [rollout_row_of(w.part, 1, s, rid, tid, "solver", purpose, 0, solution_str, answer, VERSION)],
-                "verdicts": [verdict_row_of(w.part, s, rid, tid, target, v)]
-                + [verdict_row_of(w.part, s, rid, tid, "oracle", x) for x in verdicts[1:]],
-                "rewards": [reward_row(w.part, s, "solver", rid, tid, score, 0.0, {"verdict_reason": v.reason})]}
-        rows["rewards"][0]["advantage"] = None  # verl computes the advantage, not this function
-        w.write(rows)
-    return {"score": score, "acc": score, "coevo_verdict": -1 if v.value is None else int(v.value)}
+        it.meta = {"data_source": str(data_source), "step_from": s_from, "split": extra.get("split")}
+        w.write(solver_rows(w.part, w.next_id, framework(), s, [it], [score], target))
+    return {"score": score, "acc": score, "coevo_verdict": tri_state(v)}
 
 
 # ---------------------------------------------------------------------- batched: the R-Zero Challenger
@@ -168,65 +164,19 @@ def compute_challenger_scores(data_sources: Sequence, solution_strs: Sequence[st
     code); a question that fails to parse gets ``format_failure_reward`` (paper 0, R-Zero code -1).
     Same formulas and options as ``coevo.recipes.rzero`` (``uncertainty_variant``, ``rep_*``,
     ``bleu_direction``)."""
-    from coevo.rewards import challenger_reward, uncertainty_reward
-    from coevo.rewards.repetition import repetition_penalty
-    from coevo.worlds.math import MathWorld
-
     _CALLS["batch"] += 1
-    world, n = MathWorld(), len(solution_strs)
     extras = [dict(e or {}) for e in extra_infos]
-    parsed = [world.parse_task(t or "", f"q{i}") for i, t in enumerate(solution_strs)]
-    valid = [i for i, p in enumerate(parsed) if p.ok]
-    answers = {i: _answers(extras[i], answers_key, extract) for i in valid}
-    missing = [i for i in valid if answers[i] is None]
-    fn = _solver_fn(solver_fn)
-    if missing and fn is not None:
-        for i, outs in zip(missing, fn([parsed[i].task.question for i in missing])):
-            answers[i] = [extract_answer(t, extract) for t in outs]
     rv = _verifier(kwargs)
-    votes = rv.majority_votes([answers[i] or [] for i in valid])
-    out = [{"score": float(format_failure_reward), "p_hat": 0.0, "r_unc": 0.0, "r_rep": 0.0, "format_ok": 0.0}
-           for _ in range(n)]
-    if valid:
-        p_hat = np.array([v.p_hat for v in votes])
-        qs = [world.repetition_text(parsed[i].task.question) for i in valid]
-        r_rep = repetition_penalty(qs, lam=rep_lambda, threshold=rep_threshold, linkage=rep_linkage,
-                                   direction=bleu_direction) * (len(qs) / n)  # B = the whole batch
-        r_unc = uncertainty_reward(p_hat, uncertainty_variant)
-        r = challenger_reward(p_hat, r_rep, uncertainty_variant)
-        for j, i in enumerate(valid):
-            out[i] = {"score": float(r[j]), "p_hat": float(p_hat[j]), "r_unc": float(r_unc[j]),
-                      "r_rep": float(r_rep[j]), "format_ok": 1.0}
+    given = {i: _answers(e, answers_key, extract) for i, e in enumerate(extras)}
+    b = challenger_scores(solution_strs, rv, {i: a for i, a in given.items() if a is not None}, _solver_fn(solver_fn),
+                          extract, uncertainty_variant, rep_lambda, rep_threshold, rep_linkage, bleu_direction,
+                          format_failure_reward)
     w = _writer(ledger, kwargs)
     if w is not None:
         s = _step(extras[0] if extras else None, step, _CALLS["batch"])
-        w.write(_challenger_rows(w, s, data_sources, solution_strs, parsed, answers, dict(zip(valid, votes)), out, rv),
-                flush=True)
-    return out
-
-
-def _challenger_rows(w, s: int, data_sources, texts, parsed, answers: dict, votes: dict, out: list, rv) -> dict:
-    rows: dict[str, list] = {"tasks": [], "rollouts": [], "verdicts": [], "rewards": []}
-    call = w.next_id()
-    for i, p in enumerate(parsed):
-        tid = f"{call}-q{i}"
-        vote = votes.get(i)
-        o = out[i]
-        comp = ({"format_ok": True, "p_hat": o["p_hat"], "r_unc": o["r_unc"], "r_rep": o["r_rep"],
-                 "pseudo_label": vote.label, "n_answers": len(answers.get(i) or [])} if vote is not None
-                else {"format_ok": False, "reason": p.reason})
-        rows["tasks"].append(task_row_of(w.part, 1, s, tid, CHALLENGER, p.task.question if p.ok else None,
-                                         p.task.reference if p.ok else None, raw_text=texts[i], parse_reason=p.reason,
-                                         parse_ok=p.ok, prompt_version="verl", pseudo_label=comp.get("pseudo_label"),
-                                         p_hat=comp.get("p_hat"), meta_json=dumps({"data_source": str(data_sources[i])})))
-        rows["rewards"].append(reward_row(w.part, s, CHALLENGER, tid, tid, o["score"], 0.0, comp))
-        rows["rewards"][-1]["advantage"] = None
-        for k, a in enumerate(answers.get(i) or []):
-            rid = f"{tid}-p_hat-{k}"
-            rows["rollouts"].append(rollout_row_of(w.part, 1, s, rid, tid, "solver", "p_hat", k, None, a, VERSION))
-            rows["verdicts"].append(verdict_row(w.part, s, rid, tid, "pseudo_label", 1 if vote.agree[k] else 0,
-                                                "" if a is not None else "no-answer", rv.kind, rv.version))
-    return rows
+        meta = [{"data_source": str(d)} for d in data_sources]
+        w.write(challenger_rows(w.part, w.next_id(), framework(), s, b, rv, meta), flush=True)
+    return b.out
 
 
 # ---------------------------------------------------------------------- batched: SynCo / RGBC Synthesizer
@@ -294,7 +244,7 @@ def _teach_rows(w, s: int, arm: str, texts, parsed, groups: dict, vals: dict, fa
         t = p.task if p.ok else None
         rows["tasks"].append(task_row_of(w.part, 1, s, tid, SYNTHESIZER, t.question if t else None,
                                          t.reference if t else None, raw_text=texts[i], parse_reason=p.reason,
-                                         parse_ok=p.ok, prompt_version="verl"))
+                                         parse_ok=p.ok, prompt_version=framework().label))
         comp = dict(facts[i][1]) if i in facts else {"rejected": "no question or no reference answer"}
         rows["rewards"].append(reward_row(w.part, s, SYNTHESIZER, tid, tid, out[i]["score"], 0.0, comp))
         rows["rewards"][-1]["advantage"] = None
@@ -303,7 +253,7 @@ def _teach_rows(w, s: int, arm: str, texts, parsed, groups: dict, vals: dict, fa
         for g, ans in groups[i].items():
             for k, (a, v) in enumerate(zip(ans or [], vals.get((i, g), []))):
                 rid = f"{tid}-{g}-{k}"
-                rows["rollouts"].append(rollout_row_of(w.part, 1, s, rid, tid, "solver", g, k, None, a, VERSION))
+                rows["rollouts"].append(rollout_row_of(w.part, 1, s, rid, tid, "solver", g, k, None, a, framework().label))
                 rows["verdicts"].append(verdict_row_of(w.part, s, rid, tid, "reference", v))
         f = facts[i][0]
         k1, k2 = len(vals[(i, "screen")]), len(vals.get((i, "confirm")) or [])
