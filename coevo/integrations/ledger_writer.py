@@ -39,7 +39,7 @@ from coevo.ledger.schema import TABLES
 from coevo.ledger.store import Ledger
 from coevo.runlock import RunLock
 
-__all__ = ["PartWriter", "part_writer", "close_parts", "coevo_version"]
+__all__ = ["PartWriter", "part_writer", "flush_parts", "close_parts", "coevo_version"]
 
 
 def coevo_version() -> str:
@@ -187,6 +187,12 @@ def part_writer(root: str | Path, framework: str, framework_version: str = "", f
         if w is None or w.closed:
             w = _PARTS[key] = PartWriter(Path(root), framework, framework_version, flush_rows, flush_s)
         return w
+
+
+def flush_parts() -> int:
+    """Commit what this process's parts have queued; the number of rows committed."""
+    with _PLOCK:
+        return sum(w.flush() for k, w in list(_PARTS.items()) if k[1] == os.getpid() and not w.closed)
 
 
 def close_parts() -> None:
