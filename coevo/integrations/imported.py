@@ -24,7 +24,7 @@ RECIPES = {
                         report_sections=("coevo.integrations.imported:section", "coevo.recipes.rzero.report:section"),
                         description="R-Zero question-evaluation files (coevo import rzero)"),
     "adapter": RecipeInfo(name="adapter", factory=_FACTORY, roles=(_SOLVER,), report_sections=(
-        "coevo.integrations.imported:section",), description="the verl adapter's ledger parts (coevo import parts)"),
+        "coevo.integrations.imported:section",), description="a framework adapter's ledger parts: verl, TRL (coevo import parts)"),
 }
 
 

@@ -12,8 +12,8 @@ process holds from its first write until it exits. ``coevo import parts <root> -
 * ``flush_rows=1`` (committed): every ``write`` commits before it returns (the connection stays open,
   so a commit is milliseconds, not a file open). Nothing is lost even when the process is killed with
   SIGKILL, as verl's ``ray.shutdown()`` ends its reward workers. The verl adapter's default.
-* ``flush_rows=N > 1`` (buffered): ``write`` only appends the call's rows to a queue (microseconds);
-  a background thread commits the queue in one transaction when it holds ``N`` rows or ``flush_s``
+* ``flush_rows=N > 1`` (buffered): ``write`` only appends the call's rows, or a function that builds
+  them, to a queue (microseconds); a background thread builds and commits the queue in one transaction when it holds ``N`` rows or ``flush_s``
   seconds after the last commit. What is queued is committed at normal exit (atexit), on SIGTERM (a
   handler installed when the first buffered writer opens in the main thread: it commits, then lets
   the previous handler or the default action end the process), and by ``close()`` (the trainer
@@ -58,7 +58,8 @@ class PartWriter:
                  flush_s: float = 30.0) -> None:
         if int(flush_rows) < 1 or float(flush_s) <= 0:
             raise ValueError(f"flush_rows must be >= 1 and flush_s > 0, got {flush_rows}, {flush_s}")
-        self.part = f"{socket.gethostname()}-{os.getpid()}"
+        self.pid = os.getpid()
+        self.part = f"{socket.gethostname()}-{self.pid}"
         self.framework, self.framework_version = str(framework), str(framework_version or "")
         self.dir = Path(root) / "parts" / self.part
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -97,9 +98,23 @@ class PartWriter:
             self.counter += 1
             return f"{self.part}-c{self.counter}"
 
-    def write(self, rows: dict[str, list[dict]], flush: bool = False) -> int:
-        """Queue ``{table: rows}`` (every row gets this part's run_id); committed at once in committed
-        mode or with ``flush``, else by the background thread (see the module docstring)."""
+    def write(self, rows, flush: bool = False, n_rows: int = 0) -> int:
+        """Queue ``{table: rows}`` (every row gets this part's run_id), or a function that returns them
+        (built at commit time, off the caller's thread in buffered mode; ``n_rows``: how many it will
+        return, for the size trigger). Committed at once in committed mode or with ``flush``, else by the
+        background thread (see the module docstring). Returns the rows queued (``n_rows`` for a function)."""
+        if self.closed:
+            raise RuntimeError(f"ledger part {self.dir} is closed")
+        n = n_rows if callable(rows) else self._stamp(rows)
+        self.queue.append((n, rows))  # one append: a call's rows are queued whole or not at all
+        self.n_queued += n  # a count for the flush trigger only
+        if flush or not self.buffered:
+            self.flush()
+        elif self.n_queued >= self.flush_rows:
+            self.wake.set()
+        return n
+
+    def _stamp(self, rows: dict) -> int:
         n = 0
         for table, rs in rows.items():
             if table not in TABLES:
@@ -107,14 +122,6 @@ class PartWriter:
             for r in rs:
                 r["run_id"] = self.part
             n += len(rs)
-        if self.closed:
-            raise RuntimeError(f"ledger part {self.dir} is closed")
-        self.queue.append((n, rows))  # one append: a call's rows are queued whole or not at all
-        self.n_queued += n  # a count for the flush trigger only
-        if flush or not self.buffered:
-            self.flush()
-        elif self.n_queued >= self.flush_rows:
-            self.wake.set()
         return n
 
     def flush(self) -> int:
@@ -131,6 +138,9 @@ class PartWriter:
             if batch:
                 merged: dict[str, list[dict]] = {}
                 for _, rows in batch:
+                    if callable(rows):
+                        rows = rows()
+                        self._stamp(rows)
                     for table, rs in rows.items():
                         merged.setdefault(table, []).extend(rs)
                 try:

@@ -97,30 +97,51 @@ def solver_verdicts(rv, items: Sequence[SolverItem], extract: str = "auto") -> N
 def solver_rows(run_id: str, next_id: Callable[[], str], fw: Framework, step: int, items: Sequence[SolverItem],
                 scores: Sequence[Optional[float]], target: str = "oracle", role: str = "solver",
                 group_idx: Optional[Sequence[int]] = None) -> dict:
-    """The ledger rows of scored Solver items: one task row each (``coevo import parts`` keeps one per
-    (task, step)), one rollout (purpose ``p_hat`` against an oracle: the audit's bearing groups; ``train``
+    """The ledger rows of scored Solver items: one task row per distinct task (``coevo import parts`` keeps
+    one per (task, step)), per item one rollout (purpose ``p_hat`` against an oracle: the audit's bearing groups; ``train``
     against a pseudo-label), its verdicts and its reward (advantage NULL: the trainer computes it)."""
     rows: dict[str, list] = {"tasks": [], "rollouts": [], "verdicts": [], "rewards": []}
     purpose = "p_hat" if target == "oracle" else "train"
+    seen: set = set()
+    js = _JsonCache()  # a batch's rows share a few distinct JSON blobs: each is encoded once
     for k, (it, score) in enumerate(zip(items, scores)):
         rid = next_id()
         v = it.verdicts[0]
-        meta = dict(it.meta, **fw.meta(role))
-        rows["tasks"].append(task_row_of(run_id, 1, step, it.task_id, fw.name, it.question, it.reference,
-                                         prompt_version=fw.label, parse_ok=True,
-                                         oracle_answer=it.reference if target == "oracle" else it.oracle,
-                                         pseudo_label=it.reference if target == "pseudo_label" else None,
-                                         meta_json=dumps(meta)))
+        if it.task_id not in seen:  # the samples of one prompt share its task row
+            seen.add(it.task_id)
+            rows["tasks"].append(task_row_of(run_id, 1, step, it.task_id, fw.name, it.question, it.reference,
+                                             prompt_version=fw.label, parse_ok=True,
+                                             oracle_answer=it.reference if target == "oracle" else it.oracle,
+                                             pseudo_label=it.reference if target == "pseudo_label" else None,
+                                             meta_json=js(dict(it.meta, **fw.meta(role)))))
         g = group_idx[k] if group_idx is not None else 0
         rows["rollouts"].append(rollout_row_of(run_id, 1, step, rid, it.task_id, role, purpose, g, it.text, it.answer,
                                                fw.label))
         rows["verdicts"].append(verdict_row_of(run_id, step, rid, it.task_id, target, v))
         rows["verdicts"] += [verdict_row_of(run_id, step, rid, it.task_id, "oracle", x) for x in it.verdicts[1:]]
         comp = {"verdict_reason": v.reason, "abstained": v.value is None, **fw.meta(role)}
-        r = reward_row(run_id, step, role, rid, it.task_id, 0.0 if score is None else score, 0.0, comp)
+        r = reward_row(run_id, step, role, rid, it.task_id, 0.0 if score is None else score, 0.0, None)
         r["reward"], r["advantage"] = score, None  # NULL reward = abstained (the trainer leaves it out)
+        r["components_json"] = js(comp)
         rows["rewards"].append(r)
     return rows
+
+
+class _JsonCache:
+    """``dumps`` of flat dicts, each distinct one encoded once (unhashable values: encoded every time)."""
+
+    def __init__(self) -> None:
+        self.memo: dict = {}
+
+    def __call__(self, d: dict) -> str:
+        try:
+            key = tuple(sorted(d.items()))
+            hash(key)
+        except TypeError:
+            return dumps(d)
+        if key not in self.memo:
+            self.memo[key] = dumps(d)
+        return self.memo[key]
 
 
 # ---------------------------------------------------------------------- the R-Zero Challenger

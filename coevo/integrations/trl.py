@@ -71,11 +71,16 @@ class _Reward:
         self.calls = 0
 
     def writer(self):
+        """This process's ledger part (kept between calls; opened again after the callback closed it)."""
+        w = getattr(self, "_w", None)
+        if w is not None and not w.closed and w.pid == os.getpid():
+            return w
         root = self.ledger or os.environ.get(LEDGER_ENV)
         if not root:
             return None
         fw = framework()
-        return part_writer(Path(root), fw.name, fw.version, self.flush_rows, self.flush_s)
+        self._w = part_writer(Path(root), fw.name, fw.version, self.flush_rows, self.flush_s)
+        return self._w
 
     def step(self, trainer_state: Any, step: Optional[int]) -> tuple[int, str]:
         """(step, where it came from): ``trainer_state.global_step``, ``step=``, else this reward's call number."""
@@ -136,7 +141,9 @@ class SolverReward(_Reward):
             group = [seen.__setitem__(t, seen.get(t, -1) + 1) or seen[t] for t in tids]  # k-th sample of its prompt
             for it in items:
                 it.meta = {"step_from": s_from}
-            w.write(solver_rows(w.part, w.next_id, framework(), s, items, scores, self.target, group_idx=group))
+            # the rows are built when they are committed (off this thread when buffered): the call returns now
+            w.write(lambda: solver_rows(w.part, w.next_id, framework(), s, items, scores, self.target, group_idx=group),
+                    n_rows=4 * n)
         verdicts = [it.verdicts[0] for it in items]
         if log_extra is not None:  # TRL's completions table
             log_extra(f"{self.__name__}_verdict", [v.reason if v.value is None else v.value for v in verdicts])
