@@ -17,7 +17,7 @@ if Path(sys.argv[0]).name in ("coevo", "__main__.py", "cli.py"):  # the program,
 
 import typer  # noqa: E402
 
-from coevo.cli_common import API_KEY_ENV_HELP, UserError, console, emit_json, fail, solver_policy  # noqa: F401,E402
+from coevo.cli_common import API_KEY_ENV_HELP, UserError, check_out_dir, console, emit_json, fail, solver_policy  # noqa: F401,E402
 from coevo.commands.output import emit, json_option  # noqa: E402
 from coevo.core.registry import BUILTIN  # noqa: E402
 
@@ -109,6 +109,12 @@ def run(
 
             run_dir = resume_run(resume, quiet=quiet, report=not no_report, overrides=overrides)
         else:
+            if out is not None:  # before the imports below: a taken --out is refused in a second
+                from coevo.runlock import occupied
+
+                check_out_dir(out)
+                if occupied(out):
+                    raise UserError(f"run directory {out} exists and is not empty (use --resume {out} to continue it)")
             overrides = shortcut_overrides(set_, recipe=recipe, executor=executor, address=address, seed=seed,
                                            max_error_rate=max_error_rate)
             cfg = resolve_run_config(preset, config, overrides, recipe, budget)
@@ -130,12 +136,16 @@ def pretrain(
     role: str = typer.Option("all", help="solver | challenger | synthesizer | shared | facts_solver | facts_proposer | "
                                          "all (arithmetic + facts) | criteria_student | criteria_experts | criteria"),
     out: Path = typer.Option(Path("coevo/assets"), help="Where to write the checkpoints."),
-    steps: Optional[int] = typer.Option(None, help="Override the number of training steps (for tests)."),
+    steps: Optional[int] = typer.Option(None, min=1, help="Override the number of training steps (for tests)."),
     seed: int = typer.Option(0),
     quiet: bool = typer.Option(False, "--quiet", "-q"),
     as_json: bool = json_option(),
 ):
     """Deterministically pretrain the tiny CPU policies shipped in coevo/assets."""
+    try:
+        check_out_dir(out)  # before the import below (torch): refused in a second
+    except UserError as e:
+        fail(str(e))
     from coevo.pretrain import PretrainError, pretrain_roles
 
     try:
@@ -204,7 +214,7 @@ def simulate(
 
 
 @bench_app.command("bleu")
-def bench_bleu(n: int = typer.Option(2048), sample_pairs: int = typer.Option(3000), seed: int = typer.Option(0),
+def bench_bleu(n: int = typer.Option(2048, min=2), sample_pairs: int = typer.Option(3000, min=1), seed: int = typer.Option(0),
                as_json: bool = json_option()):
     """Repetition penalty: our cached/vectorised pairwise BLEU vs NLTK sentence_bleu."""
     from coevo.rewards.repetition import bench_bleu as _bench
@@ -213,7 +223,7 @@ def bench_bleu(n: int = typer.Option(2048), sample_pairs: int = typer.Option(300
 
 
 @bench_app.command("verify")
-def bench_verify(n: int = typer.Option(2000), workers: Optional[int] = typer.Option(None), seed: int = typer.Option(0),
+def bench_verify(n: int = typer.Option(2000, min=1), workers: Optional[int] = typer.Option(None, min=1), seed: int = typer.Option(0),
                  as_json: bool = json_option()):
     """Verifier pool throughput vs in-process math-verify on the same answer pairs."""
     from coevo.verify.bench import bench_verify as _bench

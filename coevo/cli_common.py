@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Callable, Optional
 
 import typer
@@ -57,7 +58,7 @@ def run_app(call, *args, **kwargs):
         ctx = getattr(e, "ctx", None)
         say_error(e.format_message() + (f" (`{ctx.command_path} -h` for help)" if ctx is not None else ""))
         rc = 2 if isinstance(e, cx.UsageError) else e.exit_code
-    except (typer.Abort, cx.Abort):  # end of input at a prompt
+    except (typer.Abort, getattr(cx, "Abort", typer.Abort)):  # end of input at a prompt
         say_error("aborted")
         rc = 1
     if rc == 130 and not _said_interrupted:  # typer's exit for a KeyboardInterrupt: nothing said yet
@@ -78,6 +79,34 @@ def interrupted(e, resume=None) -> None:
     sys.stderr.write(msg + "\n")
     sys.stderr.flush()
     raise typer.Exit(e.exit_code)
+
+
+def check_out_file(path, what: str = "--out") -> None:
+    """A file a command will write, checked before any work: not a directory, not under a file."""
+    if path is None:
+        return
+    p = Path(path)
+    if p.is_dir():
+        raise UserError(f"{what} {p} is a directory; give a file name")
+    _check_parents(p, what)
+
+
+def check_out_dir(path, what: str = "--out") -> None:
+    """A directory a command will create or fill, checked before any work: not a file, not under a file."""
+    if path is None:
+        return
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise UserError(f"{what} {p} is a file; give a directory")
+    _check_parents(p, what)
+
+
+def _check_parents(p: Path, what: str) -> None:
+    for parent in p.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UserError(f"{what} {p}: {parent} is a file, not a directory")
+            return
 
 
 def emit_json(obj) -> None:

@@ -43,6 +43,12 @@ class RunLockError(Exception):
     """Another live writer holds the run directory (one line, names the holder)."""
 
 
+def occupied(run_dir: Path) -> bool:
+    """Whether a new run may not start in ``run_dir``: it holds anything but a lone lock (a writer killed at start)."""
+    d = Path(run_dir)
+    return d.is_dir() and any(f.name != LOCK_NAME for f in d.iterdir())
+
+
 def _boot_id() -> str | None:
     try:
         return Path("/proc/sys/kernel/random/boot_id").read_text().strip()

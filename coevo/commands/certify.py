@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from coevo.cli_common import UserError, console, fail
+from coevo.cli_common import UserError, check_out_file, console, fail
 from coevo.commands import model_options as mo
 from coevo.commands.endpoint_errors import check_errors, max_error_rate_option
 from coevo.commands.output import emit, json_option
@@ -49,11 +49,11 @@ def register(apps: dict) -> None:
         world: str = typer.Option("arithmetic", "--world", help="arithmetic | math (prompts, answer extraction, verifier)."),
         arithmetic: int = typer.Option(0, "--arithmetic", help="Generate N arithmetic tasks instead of a file."),
         levels: str = typer.Option("L3", "--levels", help="Arithmetic levels of generated tasks, comma-separated."),
-        k: int = typer.Option(4, "--k", help="Rollouts per group (screen and confirm)."),
-        batch: int = typer.Option(32, "--batch", help="Tasks per batch for the batch bootstrap."),
-        truth_samples: int = typer.Option(0, "--truth-samples", help="Also estimate each task's pass rate from N extra samples."),
-        max_new_tokens: int = typer.Option(64, help="Completion length limit."),
-        limit: Optional[int] = typer.Option(None, help="Only the first N tasks of the file."),
+        k: int = typer.Option(4, "--k", min=2, help="Rollouts per group (screen and confirm)."),
+        batch: int = typer.Option(32, "--batch", min=1, help="Tasks per batch for the batch bootstrap."),
+        truth_samples: int = typer.Option(0, "--truth-samples", min=0, help="Also estimate each task's pass rate from N extra samples."),
+        max_new_tokens: int = typer.Option(64, min=1, help="Completion length limit."),
+        limit: Optional[int] = typer.Option(None, min=1, help="Only the first N tasks of the file."),
         seed: int = typer.Option(0),
         html_out: Optional[Path] = typer.Option(None, "--html", help="Also write the certificate as HTML."),
         model: str = mo.option("model"),
@@ -82,6 +82,9 @@ def register(apps: dict) -> None:
                                prompt_style=prompt_style, answer_extraction=answer_extraction)
             if (tasks_file is None) == (arithmetic <= 0):
                 raise UserError("give a TASKS.jsonl file or --arithmetic N (one of the two)")
+            if arithmetic and world != "arithmetic":
+                raise UserError(f"--world {world!r} with --arithmetic N: generated tasks are arithmetic")
+            check_out_file(html_out, "--html")
             w = _world("arithmetic" if arithmetic else world, opts)
             if arithmetic:
                 tasks = _arithmetic_tasks(arithmetic, seed, levels)

@@ -8,7 +8,7 @@ from typing import List, Optional
 
 import typer
 
-from coevo.cli_common import UserError, fail
+from coevo.cli_common import UserError, check_out_file, fail
 from coevo.commands.output import emit, json_option
 
 app = typer.Typer(help="Criteria banks: validate a bank file, derive a bank with an annotator policy.",
@@ -69,6 +69,8 @@ def derive(
     try:
         if split not in ("eval", "train"):
             raise UserError(f"--split {split!r}: expected eval or train")
+        check_out_file(out)
+        check_out_file(rejections, "--rejections")
         w = derive_world(world, option)
         w.eval_n = max(w.eval_n, n)
         tasks = list(w.eval_set())[:n] if split == "eval" else w.sample_tasks(n, seed)

@@ -38,14 +38,27 @@ def _errors(res: dict) -> tuple[int, int, str]:
     return sum(res[f"errors_{t}"] for t in tags), sum(res[f"calls_{t}"] for t in tags), first.split(" | ")[-1]
 
 
+def _check_file(path: Path, greedy: bool, k: int) -> None:
+    """The questions read before the model loads: a bad file is one line at once."""
+    from coevo.worlds.math import load_jsonl_tasks
+
+    try:
+        if not load_jsonl_tasks(path):
+            raise UserError(f"{path}: no questions")
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    if not greedy and k <= 0:
+        raise UserError("nothing to do: --no-greedy and --k 0")
+
+
 def eval_cmd(
     file: Optional[Path] = typer.Option(None, "--file", "-f", help="JSONL with question + answer(s) (default: shipped "
                                                                     "20-question math sample)."),
     world: str = typer.Option("math", "--world", help="math | arithmetic (prompt + answer extraction)."),
-    k: int = typer.Option(0, "--k", help="Also report mean@k and Cover-EM@k with k samples per question."),
+    k: int = typer.Option(0, "--k", min=0, help="Also report mean@k and Cover-EM@k with k samples per question."),
     greedy: bool = typer.Option(True, "--greedy/--no-greedy", help="Greedy accuracy (one completion per question)."),
-    max_new_tokens: int = typer.Option(512, help="Completion length limit."),
-    limit: Optional[int] = typer.Option(None, help="Only the first N questions."),
+    max_new_tokens: int = typer.Option(512, min=1, help="Completion length limit."),
+    limit: Optional[int] = typer.Option(None, min=1, help="Only the first N questions."),
     model: str = mo.option("model"),
     checkpoint: Optional[Path] = mo.option("checkpoint"),
     prompt_style: str = mo.option("prompt_style"),
@@ -70,6 +83,7 @@ def eval_cmd(
         path = file or SAMPLE_EVAL
         if not path.is_file():
             raise UserError(f"eval file not found: {path}")
+        _check_file(path, greedy, k)
         w = _world(world, opts)
         pol = opts.policy("coevo eval", w.name)
         res = evaluate_jsonl(pol, w, path, k=k, greedy=greedy, temperature=opts.temperature, top_p=opts.top_p,

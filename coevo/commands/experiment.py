@@ -9,7 +9,7 @@ from typing import List, Optional
 
 import typer
 
-from coevo.cli_common import console, emit_json, fail
+from coevo.cli_common import UserError, check_out_dir, console, emit_json, fail
 
 JSON_HELP = "Print the result as one JSON object on stdout (default: a readable summary)."
 
@@ -42,7 +42,7 @@ def _group(ctx: typer.Context, list_: bool = typer.Option(False, "--list", help=
 def _grid_command(name: str):
     def command(
         seeds: Optional[int] = typer.Option(None, "--seeds", help="Seeds first..first+N-1 (default: the experiment's)."),
-        jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Runs at a time (local: default 1; ray: all)."),
+        jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Runs at a time (local: default 1; ray: all)."),
         executor: str = typer.Option("local", "--executor", help="local | ray"),
         address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address HOST:PORT."),
         budget: str = typer.Option("default", "--budget", help="default | ci | ... (the experiment's budgets)."),
@@ -67,7 +67,7 @@ def _grid_command(name: str):
 def _run_any(
     name: str = typer.Argument(..., help="Registered name, MODULE:ATTR or FILE.py:ATTR."),
     seeds: Optional[int] = typer.Option(None, "--seeds"),
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-j"),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1),
     executor: str = typer.Option("local", "--executor"),
     address: Optional[str] = typer.Option(None, "--address"),
     budget: str = typer.Option("default", "--budget"),
@@ -163,6 +163,10 @@ def run_grid(name, seeds, jobs, executor, address, budget, out, as_json, quiet, 
 
     if jobs is not None and jobs < 1:
         fail("--jobs must be >= 1")
+    try:
+        check_out_dir(out)
+    except UserError as e:
+        fail(str(e))
     exp = _load(name)
     if out is None:
         out = Path("runs/experiments") / (exp.name if budget == "default" else f"{exp.name}-{budget}")

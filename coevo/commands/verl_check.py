@@ -22,6 +22,8 @@ def check(overrides: List[str] = typer.Argument(..., help="The hydra overrides g
         res = run_check(overrides)
     except VerlCheckError as e:
         fail(str(e))
+    except ImportError as e:  # verl (or a part it needs) is not installed here
+        fail(f"`coevo verl check` needs verl installed here (docs/verl.md): {e}")
     emit(res, as_json)
 
 

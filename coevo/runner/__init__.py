@@ -21,7 +21,7 @@ from coevo.checkpoint import CheckpointError
 from coevo.config import RunConfig, dump_config
 from coevo.ledger import views
 from coevo.ledger.store import Ledger, LedgerError
-from coevo.runlock import LOCK_NAME, disk_trouble, writer_guard
+from coevo.runlock import disk_trouble, occupied, writer_guard
 from coevo.tracking import open_tracker
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -134,7 +134,9 @@ def _new_run_dir(cfg: RunConfig, out: Path | None) -> Path:
     if out is None:  # <recipe>-<timestamp>, taken by mkdir: two runs started in one second never share it
         from coevo.runner.naming import claim_default_run_dir
         out = claim_default_run_dir(cfg.out_root, cfg.recipe, RunError)
-    if out.exists() and any(f.name != LOCK_NAME for f in out.iterdir()):  # a lone lock: a writer killed at start
+    if out.exists() and not out.is_dir():
+        raise RunError(f"--out {out} is a file; give a directory")
+    if occupied(out):
         raise RunError(f"run directory {out} exists and is not empty (use --resume {out} to continue it)")
     try:
         out.mkdir(parents=True, exist_ok=True)
