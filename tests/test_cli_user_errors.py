@@ -86,6 +86,8 @@ CASES = [  # (arguments, a piece of the one line)
     ('criteria derive --annotator oracle --out x.jsonl --split nope', "--split 'nope': expected eval or train"),
     ('experiment rzero-seeds --jobs 0', "Invalid value for '--jobs' / '-j': Input should be"),
     ('experiment rzero-seeds --out afile.txt', '--out afile.txt is a file; give a directory'),
+    ('experiment rzero-seeds --design --set rzero.rounds=1', '--set has no effect with --design (it runs nothing'),
+    ('experiment rzero-seeds --design --executor ray', '--executor has no effect with --design'),
     ('import verl nope --out out', "nope is not a directory (give verl's"),
     ('import rzero bad.json --out out', 'no readable question in bad.json (1 malformed records;'),
     ('doubt export badrun', 'badrun is not a coevo run directory (no ledger.duckdb)'),

@@ -57,6 +57,8 @@ def _grid_command(name: str):
                                            "runs (default: 'incomplete')."),
     ):
         if design_only:
+            refuse_with_design(jobs=jobs, executor=executor != "local", address=address, out=out, preset=preset,
+                               set_=set_, allow_partial=allow_partial)
             show_design(name, seeds, budget, as_json)
             return
         run_grid(name, seeds, jobs, executor, address, budget, out, as_json, quiet, preset, set_, allow_partial)
@@ -80,9 +82,20 @@ def _run_any(
     allow_partial: bool = typer.Option(False, "--allow-partial"),
 ):
     if design_only:
+        refuse_with_design(jobs=jobs, executor=executor != "local", address=address, out=out, preset=preset,
+                           set_=set_, allow_partial=allow_partial)
         show_design(name, seeds, budget, as_json)
         return
     run_grid(name, seeds, jobs, executor, address, budget, out, as_json, quiet, preset, set_, allow_partial)
+
+
+def refuse_with_design(**given) -> None:
+    """``--design`` runs nothing: an option that only shapes runs (``--set``, ``--preset``, ``--jobs``, ...) would be
+    ignored silently, so it is refused on one line (exit 2)."""
+    used = [k.rstrip("_").replace("_", "-") for k, v in given.items() if v]
+    if used:
+        fail(f"--{used[0]} has no effect with --design (it runs nothing; the design is the experiment's own "
+             f"grid at --seeds and --budget)")
 
 
 def _load(name: str):
