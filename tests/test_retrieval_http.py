@@ -53,7 +53,7 @@ def test_raw_wire_shape(server):
     plain = httpx.post(server.url + "/retrieve", json={**body, "return_scores": False}, timeout=10).json()
     assert plain["result"][0][0] == doc["document"]  # Search-R1: documents themselves without scores
     bad = httpx.post(server.url + "/retrieve", json={"queries": "q"}, timeout=10)
-    assert bad.status_code == 400 and "queries" in bad.json()["detail"]
+    assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["body", "queries"]  # FastAPI's shape
     assert httpx.post(server.url + "/other", json=body, timeout=10).status_code == 404
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
@@ -103,6 +104,12 @@ def eval_qa(
     emit({**res, "retrieval": rinfo, "model": model, "servers": list(server)}, as_json)
 
 
+class BM25Choice(str, Enum):
+    """``serve-retriever --bm25``: the names of ``coevo.retrieval.bm25.BM25_SETTINGS``."""
+    search_r1 = "search-r1"
+    bm25s = "bm25s"
+
+
 def serve_retriever(
     corpus: Optional[Path] = typer.Option(None, "--corpus", help="wiki-18-format JSONL (default: the shipped sample)."),
     host: str = typer.Option("127.0.0.1", help="Bind address."),
@@ -110,14 +117,18 @@ def serve_retriever(
     topk: int = typer.Option(3, min=1, help="Default topk when a request has none."),
     source_field: str = typer.Option("title", help="Corpus field used as the passage's source id."),
     max_seconds: Optional[float] = typer.Option(None, help="Stop after this many seconds (default: until Ctrl-C)."),
+    bm25: BM25Choice = typer.Option("search-r1", "--bm25",
+                                    help="search-r1: Search-R1's pyserini index (k1 0.9, b 0.4, Porter "
+                                         "stemming); bm25s: bm25s's defaults (k1 1.5, b 0.75, no stemming)."),
 ):
-    """Serve BM25 over a JSONL corpus at POST /retrieve in Search-R1's request/response shape."""
+    """Serve BM25 over a JSONL corpus at POST /retrieve in Search-R1's request/response shape
+    (422 errors as its FastAPI app; GET /health)."""
     from coevo.qa.benchmarks import SHIPPED_CORPUS
     from coevo.retrieval.corpus import CorpusError
     from coevo.retrieval.server import serve_corpus
 
     try:
-        info = serve_corpus(str(corpus or SHIPPED_CORPUS), host, port, topk, source_field, max_seconds)
+        info = serve_corpus(str(corpus or SHIPPED_CORPUS), host, port, topk, source_field, max_seconds, bm25.value)
     except (CorpusError, OSError) as e:
         fail(str(e))
     console.print(f"stopped after {info['served_s']} s")

@@ -8,17 +8,26 @@ folds); the per-set mask is cached.  By default passages with score 0 still fill
 (in pid order), as a dense retriever would always return k; ``only_hits=True`` returns only
 passages that share a term with the query (score > 0), as a Lucene BM25 index (Search-R1's
 pyserini server) does, so fewer than k come back when fewer match; Search-R1 mode (``coevo
-eval-qa``, ``coevo serve-retriever``) uses it.  Excluded sources never appear."""
+eval-qa``, ``coevo serve-retriever``) uses it.  Excluded sources never appear.
+
+Two settings: bm25s's defaults (k1 1.5, b 0.75, ``\\w+`` tokens, no stemming, passages in pid
+order; ``coevo eval-qa``), and :func:`search_r1_bm25`, the settings of Search-R1's pyserini index
+(k1 0.9, b 0.4, pyserini's analyzer with Porter stemming from ``coevo.retrieval.analysis``, ties in
+corpus order as Lucene's doc ids; ``coevo serve-retriever`` by default).  bm25s's ``lucene`` method
+is Lucene's BM25 formula; what still differs from a Lucene index is its lossy one-byte document
+length norms (``SmallFloat``), which bm25s keeps exact."""
 from __future__ import annotations
 
+import functools
 import re
-from typing import Collection, Sequence
+from typing import Callable, Collection, Sequence
 
 import numpy as np
 
 from coevo.retrieval.base import Passage
 
 TOKEN_RE = re.compile(r"\w+", re.U)
+SEARCH_R1_K1, SEARCH_R1_B = 0.9, 0.4  # pyserini's LuceneSearcher defaults, Search-R1's BM25 server
 
 
 def default_stopwords() -> frozenset[str]:
@@ -49,23 +58,30 @@ def top_k_indices(scores: np.ndarray, k: int) -> np.ndarray:
 
 
 class BM25Retriever:
-    """BM25 (Lucene variant, bm25s defaults k1=1.5, b=0.75) over a fixed passage list."""
+    """BM25 (Lucene variant, bm25s defaults k1=1.5, b=0.75) over a fixed passage list.
+
+    ``analyzer`` (text -> terms) replaces the default tokenizer and stop words on both the passages
+    and the queries; ``corpus_order`` keeps the passages in the order given (ties rank by it)
+    instead of sorting them by pid."""
 
     def __init__(self, passages: Sequence[Passage], *, k1: float = 1.5, b: float = 0.75,
                  method: str = "lucene", stopwords: Collection[str] | None = None,
-                 index_title: bool = True, only_hits: bool = False):
+                 index_title: bool = True, only_hits: bool = False,
+                 analyzer: Callable[[str], list[str]] | None = None, corpus_order: bool = False):
         import bm25s
 
         if not passages:
             raise ValueError("BM25Retriever needs at least one passage")
-        ps = sorted(passages, key=lambda p: p.pid)
+        ps = list(passages) if corpus_order else sorted(passages, key=lambda p: p.pid)
         pids = [p.pid for p in ps]
         if len(set(pids)) != len(pids):
             raise ValueError("passage ids must be unique")
         self.passages: list[Passage] = ps
         self.only_hits = bool(only_hits)
+        self.k1, self.b = float(k1), float(b)
         self.stopwords = default_stopwords() if stopwords is None else frozenset(stopwords)
-        docs = [tokenize(f"{p.title} {p.text}" if index_title else p.text, self.stopwords) for p in ps]
+        self.analyzer = analyzer or functools.partial(tokenize, stopwords=self.stopwords)
+        docs = [self.analyzer(f"{p.title} {p.text}" if index_title else p.text) for p in ps]
         docs = [d if d else [""] for d in docs]
         self._bm25 = bm25s.BM25(k1=k1, b=b, method=method)
         self._bm25.index(docs, show_progress=False)
@@ -90,7 +106,7 @@ class BM25Retriever:
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every passage (in pid order) for one query."""
-        ids = self._bm25.get_tokens_ids(tokenize(query, self.stopwords))
+        ids = self._bm25.get_tokens_ids(self.analyzer(query))
         return np.asarray(self._bm25.get_scores_from_ids(ids), dtype=np.float64)
 
     def search(self, queries: Sequence[str], k: int,
@@ -110,5 +126,24 @@ class BM25Retriever:
         return out
 
 
+def search_r1_bm25(passages: Sequence[Passage]) -> BM25Retriever:
+    """BM25 as Search-R1's pyserini server answers: k1 0.9, b 0.4, pyserini's English analyzer
+    (Porter stemming), only passages that match a query term, ties in corpus order."""
+    from coevo.retrieval.analysis import lucene_english_tokens
+
+    return BM25Retriever(passages, k1=SEARCH_R1_K1, b=SEARCH_R1_B, analyzer=lucene_english_tokens,
+                         only_hits=True, corpus_order=True)
+
+
 def _with_score(p: Passage, score: float) -> Passage:
     return Passage(pid=p.pid, source=p.source, text=p.text, title=p.title, score=round(score, 6), contents=p.contents)
+
+
+def bm25s_defaults(passages: Sequence[Passage]) -> BM25Retriever:
+    """bm25s's defaults (k1 1.5, b 0.75, no stemming), only passages that match a query term."""
+    return BM25Retriever(passages, only_hits=True)
+
+
+# the named settings of ``coevo serve-retriever --bm25`` (the first is the default)
+BM25_SETTINGS: dict[str, Callable[[Sequence[Passage]], BM25Retriever]] = {
+    "search-r1": search_r1_bm25, "bm25s": bm25s_defaults}
