@@ -127,6 +127,11 @@ def run(
         fail(str(e))
     except interrupt.Interrupted as e:
         interrupted(e, resume)
+    except Exception as e:  # noqa: BLE001 - raised by a signal inside a C extension or an import: the interruption
+        stop = interrupt.interruption(e)
+        if stop is None:
+            raise
+        interrupted(stop, resume)
     files = [n for n in ("report.html", "summary.json", "ledger.duckdb") if (run_dir / n).exists()]
     typer.echo(f"run directory: {run_dir}  ({process_wall():.1f} s wall; {', '.join(files)})")
 

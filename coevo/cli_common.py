@@ -130,10 +130,10 @@ API_KEY_ENV_HELP = "With --server: the environment variable holding the servers'
 
 
 def solver_policy(model: str, device: str, server, checkpoint=None, command: str = "coevo eval",
-                  api_key_env: str = "OPENAI_API_KEY"):
+                  api_key_env: str = "OPENAI_API_KEY", timeout_s: float = 300.0):
     """The solver policy the evaluation commands use (`eval`, `eval-qa`, `certify`): an HF model with a
     LoRA role, or OpenAI-compatible ``server``s (bearer token from the variable ``api_key_env``);
-    ``checkpoint``: a role checkpoint to load. Bad input -> ``UserError`` (one line)."""
+    ``checkpoint``: a role checkpoint to load; ``timeout_s``: per server request. Bad input -> ``UserError``."""
     from pathlib import Path
 
     try:
@@ -149,7 +149,8 @@ def solver_policy(model: str, device: str, server, checkpoint=None, command: str
         # the frozen solver's LoRA adapter for the server: a temp dir removed at exit, not the user's cwd
         adapters = tempfile.mkdtemp(prefix="coevo-eval-adapters-")
         atexit.register(shutil.rmtree, adapters, True)
-        cfg.update(backend="openai", servers=list(server), api_key_env=api_key_env, adapter_dir=adapters)
+        cfg.update(backend="openai", servers=list(server), api_key_env=api_key_env, adapter_dir=adapters,
+                   timeout_s=float(timeout_s))
     try:
         pol = make_role_policies(cfg)["solver"]
     except ValueError as e:  # RoleConfigError included: a literal key, an unknown model

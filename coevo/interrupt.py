@@ -33,7 +33,7 @@ class Interrupted(BaseException):
         return 128 + self.signum
 
 
-_state = {"held": 0, "pending": None, "stopping": False}
+_state = {"held": 0, "pending": None, "stopping": False, "signalled": None}
 
 
 def _handler(signum, frame) -> None:
@@ -42,8 +42,26 @@ def _handler(signum, frame) -> None:
     if _state["held"]:
         _state["pending"] = _state["pending"] or signum
         return
-    _state["stopping"] = True
+    _state["stopping"], _state["signalled"] = True, signum
     raise Interrupted(signum)
+
+
+def interruption(e: BaseException | None) -> "Interrupted | None":
+    """The ``Interrupted`` that ``e`` is: ``e`` itself, or, once a signal arrived, whatever exception came out of
+    it (raised inside a C extension or an import, ``Interrupted`` can come out as another error: safetensors'
+    ValueError, a half-imported module's RecursionError) — that error is the interruption, never a traceback.
+    None when no signal arrived."""
+    if isinstance(e, Interrupted):
+        return e
+    s = _state["signalled"]
+    return Interrupted(s) if s is not None and e is not None else None
+
+
+def check() -> None:
+    """At a safe point (between two steps): raise ``Interrupted`` if a signal arrived whose exception a library
+    swallowed (an ``except`` in an import it cut), so the run stops there instead of going on."""
+    if _state["signalled"] is not None:
+        raise Interrupted(_state["signalled"])
 
 
 def install() -> dict:
@@ -51,7 +69,7 @@ def install() -> dict:
     Outside the main thread (where Python cannot set handlers) nothing changes and ``{}`` is returned."""
     if threading.current_thread() is not threading.main_thread():
         return {}
-    _state.update(held=0, pending=None, stopping=False)
+    _state.update(held=0, pending=None, stopping=False, signalled=None)
     return {s: signal.signal(s, _handler) for s in SIGNALS}
 
 
@@ -91,7 +109,7 @@ def held():
         _state["held"] -= 1
     pending = _state["pending"]
     if pending is not None and not _state["held"] and not _state["stopping"]:
-        _state["pending"], _state["stopping"] = None, True
+        _state["pending"], _state["stopping"], _state["signalled"] = None, True, pending
         raise Interrupted(pending)
 
 

@@ -64,7 +64,7 @@ def test_small_commands_json(tmp_path):
     assert one_json(run_coevo("reanalyze", "synco", "--json", check=False))["table3"]
     assert one_json(run_coevo("simulate", "--n-tasks", "200", "--json", check=False))["pool"] == "frontier"
     assert one_json(run_coevo("bench", "bleu", "--n", "32", "--sample-pairs", "20", "--json", check=False))["n"] == 32
-    assert one_json(run_coevo("bench", "verify", "--n", "20", "--workers", "0", "--json", check=False))
+    assert one_json(run_coevo("bench", "verify", "--n", "20", "--workers", "1", "--json", check=False))
     assert one_json(run_coevo("bench", "retrieval", "--passages", "200", "--queries", "10", "--k", "3", "--json",
                               check=False))
     assert one_json(run_coevo("criteria", "validate", str(SHIPPED_BANK), "--json", check=False))["ok"] is True

@@ -138,28 +138,15 @@ def test_stress_with_a_flaky_judge_counts_errors_apart_and_warns():
         srv.server_close()
 
 
-@pytest.mark.parametrize("kind", ["refused", "500"])
-def test_eval_with_a_dead_model_server_stops_with_one_line(kind):
-    """(eval has no timeout option: the hanging server is tried through `run` and `stress`.)"""
-    srv, url = (None, None)
-    if kind == "500":
-        srv, url = _server("500")
-    else:
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{s.getsockname()[1]}"
-        s.close()
-    try:
-        r = _coevo("eval", "--model", "tiny-llama", "--limit", "2", "--max-new-tokens", "4", "--server", url)
-        line = _one_error_line(r)
-        assert line.startswith(f"error: model server {url}: "), line
-        assert ("HTTP 500" if kind == "500" else "ConnectError") in line and line.endswith(
-            "(2 of 2 calls failed after retries)")
-        assert "accuracy" not in r.stdout
-    finally:
-        if srv is not None:
-            srv.shutdown()
-            srv.server_close()
+def test_eval_with_a_dead_model_server_stops_with_one_line(dead):
+    url, cause = dead
+    r = _coevo("eval", "--model", "tiny-llama", "--limit", "2", "--max-new-tokens", "4", "--server", url,
+               "--server-timeout", "1")
+    line = _one_error_line(r)
+    assert line.startswith(f"error: model server {url}: "), line
+    assert {"Connect": "ConnectError", "500": "HTTP 500", "Timeout": "Timeout"}[cause] in line, line
+    assert line.endswith("(2 of 2 calls failed after retries)"), line
+    assert "accuracy" not in r.stdout
 
 
 def test_eval_with_a_flaky_model_server_leaves_the_error_out_of_accuracy():

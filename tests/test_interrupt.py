@@ -92,9 +92,30 @@ def test_signal_while_coevo_imports(tmp_path):
     os.killpg(p.pid, signal.SIGTERM)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 143, err
+    if err.startswith("interrupted at step"):  # a loaded machine was past its imports: then a resumable run
+        assert re.fullmatch(rf"interrupted at step \d+; resume: coevo run --resume {re.escape(str(tmp_path / 'run'))}\n",
+                            err), err
+        assert (tmp_path / "run" / "config.yaml").exists() and not (tmp_path / "run" / "run.lock").exists()
+        return
     assert err in ("interrupted before the command started; nothing was written\n",
                    "interrupted before the run started; nothing was written\n"), err
     assert not (tmp_path / "run").exists()
+
+
+def test_an_error_a_signal_causes_is_the_interruption(monkeypatch):
+    """Raised inside a C extension or an import, Interrupted can come out as another error (safetensors' ValueError,
+    a half-imported module's RecursionError, both seen under load): after a signal, that error is the interruption;
+    a swallowed Interrupted stops the run at the next step boundary (``check``)."""
+    from coevo import interrupt
+
+    monkeypatch.setitem(interrupt._state, "signalled", None)
+    assert interrupt.interruption(ValueError("x")) is None
+    interrupt.check()  # no signal: nothing
+    monkeypatch.setitem(interrupt._state, "signalled", signal.SIGTERM)
+    got = interrupt.interruption(ValueError("could not determine the shape"))
+    assert isinstance(got, interrupt.Interrupted) and got.exit_code == 143
+    with pytest.raises(interrupt.Interrupted):
+        interrupt.check()
 
 
 def test_verifier_pool_children_ignore_the_signals():

@@ -65,6 +65,7 @@ def register(apps: dict) -> None:
         device: str = mo.option("device"),
         server: List[str] = mo.option("server"),
         api_key_env: str = mo.option("api_key_env"),
+        server_timeout: float = mo.option("server_timeout"),
         max_error_rate: float = max_error_rate_option(),
         as_json: bool = json_option(),
     ):
@@ -78,7 +79,7 @@ def register(apps: dict) -> None:
 
         try:
             opts = mo.from_cli(model=model, checkpoint=checkpoint, device=device, server=server,
-                               api_key_env=api_key_env, temperature=temperature, top_p=top_p,
+                               api_key_env=api_key_env, server_timeout=server_timeout, temperature=temperature, top_p=top_p,
                                prompt_style=prompt_style, answer_extraction=answer_extraction)
             if (tasks_file is None) == (arithmetic <= 0):
                 raise UserError("give a TASKS.jsonl file or --arithmetic N (one of the two)")

@@ -68,6 +68,7 @@ def eval_cmd(
     device: str = mo.option("device"),
     server: List[str] = mo.option("server"),
     api_key_env: str = mo.option("api_key_env"),
+    server_timeout: float = mo.option("server_timeout"),
     max_error_rate: float = max_error_rate_option(),
     as_json: bool = json_option(),
 ):
@@ -78,7 +79,7 @@ def eval_cmd(
 
     try:
         opts = mo.from_cli(model=model, checkpoint=checkpoint, device=device, server=server, api_key_env=api_key_env,
-                           temperature=temperature, top_p=top_p, prompt_style=prompt_style,
+                           server_timeout=server_timeout, temperature=temperature, top_p=top_p, prompt_style=prompt_style,
                            answer_extraction=answer_extraction)
         path = file or SAMPLE_EVAL
         if not path.is_file():

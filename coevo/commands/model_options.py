@@ -58,6 +58,8 @@ class ModelOptions(BaseModel):
     server: List[str] = Field(default_factory=list, description="Sample from OpenAI-compatible server(s) instead "
                                                                 "(repeatable)")
     api_key_env: str = Field("OPENAI_API_KEY", description=API_KEY_ENV_HELP.rstrip("."))
+    server_timeout: float = Field(300.0, gt=0, description="With --server: seconds a request may take before it "
+                                                          "counts as failed and is retried")
     temperature: float = Field(1.0, gt=0, description="Sampling temperature (not used by greedy decoding)")
     top_p: float = Field(1.0, gt=0, le=1, description="Top-p (not used by greedy decoding)")
     prompt_style: str = Field(FEWSHOT, description="math world: fewshot (small models) | "
@@ -101,7 +103,7 @@ class ModelOptions(BaseModel):
                 raise UserError(f"checkpoint not found: {path}")
             return TinyPolicy.from_checkpoint("solver", path, lr=1e-4, seed=seed)
         return solver_policy(self.model, self.device, self.server, self.checkpoint, command=command,
-                             api_key_env=self.api_key_env)
+                             api_key_env=self.api_key_env, timeout_s=self.server_timeout)
 
     def math_world(self):
         from coevo.worlds.math import MathWorld
@@ -114,7 +116,7 @@ class ModelOptions(BaseModel):
 
 DEFAULTS = ModelOptions()
 FLAGS = {"model": ("--model", "-m"), "checkpoint": ("--checkpoint",), "device": ("--device",),
-         "server": ("--server",), "api_key_env": ("--api-key-env",), "temperature": ("--temperature",),
+         "server": ("--server",), "api_key_env": ("--api-key-env",), "server_timeout": ("--server-timeout",), "temperature": ("--temperature",),
          "top_p": ("--top-p",), "prompt_style": ("--prompt-style",), "answer_extraction": ("--answer-extraction",)}
 
 

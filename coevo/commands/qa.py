@@ -70,6 +70,7 @@ def eval_qa(
     device: str = mo.option("device"),
     server: List[str] = mo.option("server"),
     api_key_env: str = mo.option("api_key_env"),
+    server_timeout: float = mo.option("server_timeout"),
     as_json: bool = json_option(),
 ):
     """EM and Cover-EM of a search-agent solver per benchmark, with unweighted and question-weighted means."""
@@ -82,7 +83,7 @@ def eval_qa(
 
     try:
         opts = mo.from_cli(model=model, checkpoint=checkpoint, device=device, server=server, api_key_env=api_key_env,
-                           temperature=temperature, top_p=top_p)
+                           server_timeout=server_timeout, temperature=temperature, top_p=top_p)
         if opts.model == mo.TINY:
             raise UserError(f"--model {mo.TINY} is the shipped arithmetic solver: it cannot read QA prompts")
         if topk < 1 or max_turns < 0 or max_new_tokens < 1 or (limit is not None and limit < 1):

@@ -17,7 +17,7 @@ from pathlib import Path
 from coevo.checkpoint import CheckpointError, atomic_dir, is_stale_temp, load_legacy_pickle, load_tree, save_tree
 from coevo.core.errors import CannotRun
 from coevo.core.policy import BackendError
-from coevo.interrupt import Interrupted, held
+from coevo.interrupt import Interrupted, check, held, interruption
 from coevo.ledger.store import Ledger
 from coevo.runlock import disk_trouble
 from coevo.runner.summary import metric_value
@@ -39,18 +39,21 @@ class stamped:
         return self
 
     def __exit__(self, typ, e, tb) -> bool:
-        if not isinstance(e, Interrupted):
+        stop = interruption(e)  # an error a signal caused is the interruption too (coevo.interrupt.interruption)
+        if stop is None:
             return False
         if not (self.run_dir / "config.yaml").exists():
             try:
                 self.run_dir.rmdir()  # nothing to resume
             except OSError:
                 pass
-            return False
-        del tb  # the frames may hold a half-opened ledger: freed, so that next_step can open it
-        e.__traceback__ = None  # one line is printed, never the frames
-        gc.collect()
-        e.run_dir, e.step = self.run_dir, next_step(self.run_dir)
+        else:
+            del tb  # the frames may hold a half-opened ledger: freed, so that next_step can open it
+            e.__traceback__ = None  # one line is printed, never the frames
+            gc.collect()
+            stop.run_dir, stop.step = self.run_dir, next_step(self.run_dir)
+        if stop is not e:
+            raise stop from None
         return False
 
 
@@ -165,6 +168,7 @@ class Loop:
                       transient=False, console=Console(stderr=True)) as bar:  # progress on stderr, results on stdout
             task = bar.add_task("coevo", total=len(self.plan), completed=len(self.plan) - len(todo), info="")
             for spec in todo:
+                check()  # a signal whose Interrupted a library swallowed stops the run here, between two steps
                 bar.update(task, description=f"round {spec.round} {spec.phase} {spec.phase_step + 1}")
                 metrics = self.step(spec)
                 done.append((spec, metrics))

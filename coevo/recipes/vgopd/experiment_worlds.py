@@ -64,7 +64,7 @@ CALIBRATION = [
                    "verdict 1 / 0 per criterion, swapped at the same overall rate", _OLD,
                    "coevo.recipes.vgopd.casa.calibrate.measure on q-A, q-B, q-C seeds 0-2; docs/casa.md"),
     Calibration.on("pilot SDs of the designs (PILOT)", "the seed-to-seed SD of each tested claim's per-seed value",
-                   _PILOT, "scripts/casa_pilot.py at the default budget, seeds 0-4 with world seeds = run seed; "
+                   _PILOT, "coevo.recipes.vgopd.experiment_pilot at the default budget, seeds 0-4 with world seeds = run seed; "
                    "docs/casa.md"),
 ]
 _P = ("the pilot (coevo.recipes.vgopd.experiment_pilot): the default budget on calibration seeds 0-4 (world, abstention "
