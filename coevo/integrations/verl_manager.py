@@ -87,8 +87,14 @@ def _collector():
     except ImportError:  # pragma: no cover - verl requires ray
         ray = None
     if ray is not None and ray.is_initialized():
-        actor = ray.remote(BatchCollector).options(name=COLLECTOR_NAME, get_if_exists=True, max_concurrency=100000)
-        h = actor.remote()
+        # the handle is kept for this process's life (per Ray job): a named actor that is not detached dies when
+        # its creator drops its last handle, which a handle local to this call did while the batch still filled
+        # (ActorDiedError "all references to the actor were removed", seen in CI 2026-12-05)
+        job = ray.get_runtime_context().get_job_id()
+        h = _LOCAL.get(("actor", job))
+        if h is None:
+            actor = ray.remote(BatchCollector).options(name=COLLECTOR_NAME, get_if_exists=True, max_concurrency=100000)
+            h = _LOCAL[("actor", job)] = actor.remote()
         return lambda *a: h.join.remote(*a)
     loc = _LOCAL.setdefault("c", BatchCollector())
     return lambda *a: loc.join(*a)
