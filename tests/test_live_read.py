@@ -76,11 +76,11 @@ def _stop_between_commits(p: subprocess.Popen, run_dir) -> None:
 
 def _wait_for_state(p: subprocess.Popen, run_dir, step: int, timeout: float = 300) -> None:
     """Until the state file of ``step`` exists: step - 1 has committed (the state comes before the commit)."""
-    deadline = time.time() + timeout
-    while not (run_dir / "state" / f"step-{step}.pt").exists():
-        assert p.poll() is None, "the run ended before its state file for step 2"
-        assert time.time() < deadline
+    deadline = time.time() + timeout  # a guard against a hung run only: the assertions name reasons
+    while not (run_dir / "state" / f"step-{step}.pt").exists() and time.time() < deadline:
+        assert p.poll() is None, f"the run ended before its state file for step {step}"
         time.sleep(0.02)
+    assert (run_dir / "state" / f"step-{step}.pt").exists(), f"no state file for step {step}: the run did not get there"
 
 
 def _per_step(audit_json: dict) -> dict:
