@@ -43,7 +43,18 @@ def _handler(signum, frame) -> None:
         _state["pending"] = _state["pending"] or signum
         return
     _state["stopping"], _state["signalled"] = True, signum
+    if _in_import(frame):  # raised inside an import, it can abort the process (torch's pybind11 module init calls
+        return             # std::terminate): the run stops at its next step boundary instead (``check``)
     raise Interrupted(signum)
+
+
+def _in_import(frame) -> bool:
+    """Whether the signal arrived while a module was being imported (an import machinery frame below it)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def interruption(e: BaseException | None) -> "Interrupted | None":
