@@ -232,30 +232,19 @@ class OpenAIPolicy:
         start = next(self._rr)
         with self._lock:
             self.stats["calls"] += 1
-        reasons: list[str] = []
-        attempts = 0
-        for a in range(self.retries + 1):
-            server = self.servers[(start + a) % len(self.servers)]
-            attempts += 1
+
+        def count(a: int) -> None:
             with self._lock:
                 self.stats["requests"] += 1
                 if a:
                     self.stats["retries"] += 1
-            try:
-                r = self.client.post(server + route, json=body)
-                if r.status_code == 200:
-                    return self._parse(r.json(), prompt, ids, n, sp, server, attempts, reasons, extra)
-                if r.status_code in AUTH_STATUS:  # whatever on_error says: every request would fail
-                    raise AuthError(self.auth.failure(server, r.status_code, "backend.options.api_key_env"))
-                reasons.append(f"{server}: HTTP {r.status_code}: {self.auth.scrub(r.text)[:200]}")
-                if 400 <= r.status_code < 500 and r.status_code not in (408, 429):
-                    break  # the request itself is wrong: retrying will not help
-            except AuthError:
-                raise
-            except Exception as e:  # noqa: BLE001
-                reasons.append(f"{server}: {type(e).__name__}: {self.auth.scrub(e)[:300]}")
-            if a < self.retries:
-                time.sleep(self.backoff_s * (2 ** a))
+
+        ok, out, attempts, reasons = post_retrying(
+            self.client, self.auth, self.servers, route, body,
+            lambda resp, server, att, why: self._parse(resp, prompt, ids, n, sp, server, att, why, extra),
+            self.retries, self.backoff_s, start, "backend.options.api_key_env", count)
+        if ok:
+            return out
         reason = " | ".join(reasons)
         with self._lock:
             self.stats["failed"] += 1
@@ -299,6 +288,40 @@ class OpenAIPolicy:
                                   logprobs=[float(x) for x in lps], finish_reason=finish if finish in ("stop", "length") else "stop",
                                   policy_version=self.synced_version or self.version, meta=meta))
         return out
+
+
+def post_retrying(client, auth: EnvBearer, servers: Sequence[str], route: str, body: dict, parse, retries: int,
+                  backoff_s: float, start: int = 0, key_setting: str = "api_key_env", on_request=None):
+    """POST ``body`` to ``route``, trying ``servers[(start + a) % len(servers)]`` for attempt ``a`` (failing
+    over), with ``retries`` retries and exponential back-off (``backoff_s * 2**a``): a connection error, a
+    timeout, HTTP 408 / 429 / 5xx, or an exception from ``parse(json, server, attempts, reasons)`` is retried;
+    other 4xx are not (the request itself is wrong); 401/403 raise ``AuthError`` (one line naming the key's
+    variable and ``key_setting``). ``on_request(a)`` is called before attempt ``a``. Returns ``(ok, parsed,
+    attempts, reasons)``: ``reasons`` are the failed attempts' causes, each starting with the server, key
+    scrubbed."""
+    reasons: list[str] = []
+    attempts = 0
+    for a in range(retries + 1):
+        server = servers[(start + a) % len(servers)]
+        attempts += 1
+        if on_request is not None:
+            on_request(a)
+        try:
+            r = client.post(server + route, json=body)
+            if r.status_code == 200:
+                return True, parse(r.json(), server, attempts, reasons), attempts, reasons
+            if r.status_code in AUTH_STATUS:  # whatever on_error says: every request would fail
+                raise AuthError(auth.failure(server, r.status_code, key_setting))
+            reasons.append(f"{server}: HTTP {r.status_code}: {auth.scrub(r.text)[:200]}")
+            if 400 <= r.status_code < 500 and r.status_code not in (408, 429):
+                break  # the request itself is wrong: retrying will not help
+        except AuthError:
+            raise
+        except Exception as e:  # noqa: BLE001
+            reasons.append(f"{server}: {type(e).__name__}: {auth.scrub(e)[:300]}")
+        if a < retries:
+            time.sleep(backoff_s * (2 ** a))
+    return False, None, attempts, reasons
 
 
 def request_seed(base: int, index: int) -> int:

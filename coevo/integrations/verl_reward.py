@@ -21,6 +21,7 @@ rows to this process's ledger part under ``ledger=`` / ``$COEVO_LEDGER`` (none: 
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import os
@@ -113,12 +114,16 @@ def _answers(extra: dict, key: str, extract: str) -> Optional[list]:
     return None
 
 
-def _solver_fn(ref: Optional[str]) -> Optional[Callable]:
-    """``"package.module:function"`` -> function(questions) -> one list of raw solver outputs each."""
+def _solver_fn(ref: Optional[str], kw: Optional[dict] = None) -> Optional[Callable]:
+    """``"package.module:function"`` -> function(questions) -> one list of raw solver outputs each. The
+    ``solver_<name>`` kwargs (``solver_base_url``, ``solver_n`` ...) go to it as ``<name>=`` (the shipped
+    ``coevo.integrations.solver_client:solve`` reads them; a function without them is called as is)."""
     if not ref:
         return None
     mod, _, attr = ref.partition(":")
-    return getattr(importlib.import_module(mod), attr)
+    fn = getattr(importlib.import_module(mod), attr)
+    opts = {k[len("solver_"):]: v for k, v in (kw or {}).items() if k.startswith("solver_")}
+    return functools.partial(fn, **opts) if opts else fn
 
 
 # ---------------------------------------------------------------------- per sample: the Solver
@@ -168,7 +173,8 @@ def compute_challenger_scores(data_sources: Sequence, solution_strs: Sequence[st
     extras = [dict(e or {}) for e in extra_infos]
     rv = _verifier(kwargs)
     given = {i: _answers(e, answers_key, extract) for i, e in enumerate(extras)}
-    b = challenger_scores(solution_strs, rv, {i: a for i, a in given.items() if a is not None}, _solver_fn(solver_fn),
+    b = challenger_scores(solution_strs, rv, {i: a for i, a in given.items() if a is not None},
+                          _solver_fn(solver_fn, kwargs),
                           extract, uncertainty_variant, rep_lambda, rep_threshold, rep_linkage, bleu_direction,
                           format_failure_reward)
     w = _writer(ledger, kwargs)
