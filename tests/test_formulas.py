@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from coevo.rewards import (
-    advantage_magnitude, challenger_reward, criteria_scores, crossfit_reward, keep_for_solver,
-    quality_gate, rgbc_reward, synco_reward, teachability, uncertainty_reward,
+    advantage_magnitude, challenger_reward, criteria_scores, keep_for_solver, quality_gate, teachability,
+    uncertainty_reward,
 )
 
 MU4 = np.array([0, 0.25, 0.5, 0.75, 1.0])
@@ -24,22 +24,6 @@ def test_teachability_three_levels_at_k4():
 def test_quality_gate():
     assert quality_gate([0.4, 0.5, 0.75, 1.0, 1.2]).tolist() == [0.0, 0.0, 0.5, 1.0, 1.0]
     assert quality_gate(0.9) == pytest.approx(0.8)
-
-
-def test_synco_reward():
-    # G(.9) G(.75) T(.25) = .8 * .5 * .5
-    assert synco_reward(0.9, 0.75, 0.25) == pytest.approx(0.2)
-    assert synco_reward(0.49, 1.0, 0.5) == 0.0
-
-
-def test_rgbc_reward_and_reduction_to_synco():
-    assert rgbc_reward(0.375, 1) == pytest.approx(0.75)
-    assert rgbc_reward(0.375, 0) == pytest.approx(0.15)       # omega0 = 0.2
-    assert rgbc_reward(0.375, 0, omega0=0.5) == pytest.approx(0.375)
-    np.testing.assert_array_equal(rgbc_reward(MU4, np.zeros(5), omega0=1.0), teachability(MU4))
-    np.testing.assert_array_equal(rgbc_reward(MU4, None), teachability(MU4))
-    with pytest.raises(ValueError):
-        rgbc_reward(0.5, 1, omega0=1.5)
 
 
 def test_advantage_magnitude():
@@ -74,16 +58,6 @@ def test_keep_for_solver_keeps_3_to_7_of_10():
     assert np.nonzero(keep_for_solver(p))[0].tolist() == [3, 4, 5, 6, 7]
     assert keep_for_solver(0.75) is True
     assert keep_for_solver(0.8) is False
-
-
-def test_crossfit_reward():
-    assert crossfit_reward(np.arange(6)).tolist() == [0.0, 1.0, 0.75, 0.5, 0.25, 0.0]
-    assert crossfit_reward(np.arange(6), outside="extrapolate").tolist() == [1.25, 1.0, 0.75, 0.5, 0.25, 0.0]
-    assert crossfit_reward(2, n=3) == pytest.approx(0.5)
-    with pytest.raises(ValueError):
-        crossfit_reward(6)
-    with pytest.raises(ValueError):
-        crossfit_reward(2, outside="one")
 
 
 def test_criteria_scores_hand_example():

@@ -1,4 +1,5 @@
-"""Dr. Zero proposer reward, hop-bucket advantages and MSV acceptance (coevo.recipes.drzero.rewards), hand-computed.
+"""Dr. Zero proposer reward, hop-bucket advantages, MSV acceptance and CrossFit's f(k) (coevo.recipes.drzero.rewards),
+hand-computed.
 
 Values from facebookresearch/drzero verl/custom_reward/reward_function.py (see the module docstring)
 and False Frontiers §2.2–§2.3."""
@@ -8,10 +9,9 @@ import re
 import numpy as np
 import pytest
 
-from coevo.recipes.drzero.rewards import (drzero_answer_score, drzero_difficulty, drzero_format_score, drzero_integrity,
-                                  drzero_proposer_reward, drzero_tool_score, hrpo_advantages, msv_accept,
-                                  msv_side_answer)
-from coevo.rewards.formulas import crossfit_reward
+from coevo.recipes.drzero.rewards import (crossfit_reward, drzero_answer_score, drzero_difficulty, drzero_format_score,
+                                          drzero_integrity, drzero_proposer_reward, drzero_tool_score, hrpo_advantages,
+                                          msv_accept, msv_side_answer)
 
 
 def norm(s: str) -> str:  # Dr. Zero's normalize_answer: lower, drop punctuation, articles, extra spaces
@@ -97,3 +97,13 @@ def test_msv_accept():
     assert msv_accept(["Oslo"] * 3, ["Bergen", "Bergen", None], em) == (False, None, "disagree")
     # a stricter side answer: at least 2 of the 3 samples
     assert msv_accept(["Paris"] * 3, ["The Paris", None, "Rome"], em, min_support=2) == (False, None, "no-blind-answer")
+
+
+def test_crossfit_reward():
+    assert crossfit_reward(np.arange(6)).tolist() == [0.0, 1.0, 0.75, 0.5, 0.25, 0.0]
+    assert crossfit_reward(np.arange(6), outside="extrapolate").tolist() == [1.25, 1.0, 0.75, 0.5, 0.25, 0.0]
+    assert crossfit_reward(2, n=3) == pytest.approx(0.5)
+    with pytest.raises(ValueError):
+        crossfit_reward(6)
+    with pytest.raises(ValueError):
+        crossfit_reward(2, outside="one")

@@ -16,7 +16,7 @@ from coevo.worlds.criteria import CriteriaWorld
 
 
 def _cli(*args: str):
-    from coevo.commands.stress import register
+    from coevo.recipes.vgopd.commands import register
 
     app = typer.Typer()
     register({"main": app})

@@ -6,9 +6,8 @@ from typing import List, Optional
 
 import typer
 
-from coevo.cli_common import UserError, check_out_file, console, fail
+from coevo.cli_common import UserError, check_errors, check_out_file, console, fail, max_error_rate_option
 from coevo.commands import model_options as mo
-from coevo.commands.endpoint_errors import check_errors, max_error_rate_option
 from coevo.commands.output import emit, json_option
 
 

@@ -3,12 +3,13 @@
 Every function accepts a Python scalar or a numpy array and returns the same shape
 (a Python ``float`` for scalar input). Sources:
 
-* RGBC proposal §background (SynCo appendix B.2, eqs. 23–25): ``teachability``, ``quality_gate``,
-  ``synco_reward``;
-* RGBC proposal §core idea (RGBC): ``rgbc_reward``, ``advantage_magnitude``;
+* RGBC proposal §background (SynCo appendix B.2, eqs. 24–25): ``teachability``, ``quality_gate``;
+* RGBC proposal §core idea (RGBC): ``advantage_magnitude``;
 * R-Zero: ``uncertainty_reward``, ``challenger_reward``, ``keep_for_solver``;
-* False Frontiers (CrossFit) (CrossFit): ``crossfit_reward``;
 * CASA proposal §corollary 1 (CASA): ``criteria_scores``.
+
+A reward that only one recipe folder uses lives there: SynCo's and RGBC's Synthesizer rewards in
+``coevo/recipes/rgbc/rewards.py``, CrossFit's in ``coevo/recipes/drzero/rewards.py``.
 
 See docs/formulas.md for the table of formulas and the published arithmetic we re-checked.
 """
@@ -20,13 +21,11 @@ from typing import Any, Dict, Sequence
 import numpy as np
 
 __all__ = [
-    "teachability", "quality_gate", "synco_reward", "rgbc_reward", "advantage_magnitude",
-    "uncertainty_reward", "challenger_reward", "keep_for_solver", "crossfit_reward",
-    "criteria_scores", "UNCERTAINTY_VARIANTS", "CROSSFIT_OUTSIDE",
+    "teachability", "quality_gate", "advantage_magnitude", "uncertainty_reward", "challenger_reward",
+    "keep_for_solver", "keep_in_band", "criteria_scores", "UNCERTAINTY_VARIANTS",
 ]
 
 UNCERTAINTY_VARIANTS = ("paper", "reference")
-CROSSFIT_OUTSIDE = ("zero", "extrapolate")
 
 
 def _out(x: np.ndarray, scalar: bool):
@@ -61,33 +60,6 @@ def quality_gate(v):
     """
     a, s = _arr(v)
     return _out(np.clip((a - 0.5) / 0.5, 0.0, 1.0), s)
-
-
-def synco_reward(quality, reliability, mu):
-    """SynCo synthesizer reward r_S = G(quality) * G(reliability) * T(mu).
-
-    RGBC proposal §background (SynCo appendix B.2, eq. 23).
-    """
-    return quality_gate(quality) * quality_gate(reliability) * teachability(mu)
-
-
-def rgbc_reward(mu_tilde, kappa, omega0: float = 0.2):
-    """RGBC reward T~ = T(mu~) * omega(kappa), omega(1) = 1, omega(0) = omega0.
-
-    RGBC proposal §core idea (merged estimate and continuous advantage magnitude). ``mu_tilde`` is the pass rate merged over
-    the screen and confirm groups (2K rollouts); ``kappa`` = 1[0 < mu_confirm < 1].
-    ``kappa=None`` means "no confirm group" and applies no discount, so with
-    ``omega0 = 1`` (or no confirm group) the reward reduces exactly to SynCo's T(mu).
-    """
-    if not 0.0 <= omega0 <= 1.0:
-        raise ValueError("omega0 must lie in [0, 1]")
-    t = teachability(mu_tilde)
-    if kappa is None:
-        return t
-    k = np.asarray(kappa, dtype=float)
-    omega = np.where(k > 0, 1.0, float(omega0))
-    out = np.asarray(t) * omega
-    return float(out) if out.ndim == 0 else out
 
 
 def advantage_magnitude(mu_tilde, n: int):
@@ -158,27 +130,6 @@ def keep_for_solver(p_hat, delta: float = 0.25):
     a, s = _arr(p_hat)
     keep = np.abs(a - 0.5) <= delta + 1e-9
     return bool(keep) if s else keep
-
-
-def crossfit_reward(k, n: int = 5, outside: str = "zero"):
-    """CrossFit proposer reward f(k) = (n - k) / (n - 1) for 0 < k < n.
-
-    False Frontiers (CrossFit): f(k) = (5 - k)/4 over n = 5 auxiliary answers, k of which match the
-    proposer's answer. False Frontiers does not define k = 0 or k = n: ``outside="zero"``
-    (default) gives 0 there; ``outside="extrapolate"`` applies the same line
-    (f(0) = n/(n-1) = 1.25, f(n) = 0).
-    """
-    if outside not in CROSSFIT_OUTSIDE:
-        raise ValueError(f"outside must be one of {CROSSFIT_OUTSIDE}, got {outside!r}")
-    if n < 2:
-        raise ValueError("n must be >= 2")
-    a, s = _arr(k)
-    if np.any((a < 0) | (a > n)):
-        raise ValueError(f"k must lie in [0, {n}]")
-    f = (n - a) / (n - 1.0)
-    if outside == "zero":
-        f = np.where((a > 0) & (a < n), f, 0.0)
-    return _out(f, s)
 
 
 def _is_unknown(v: Any) -> bool:

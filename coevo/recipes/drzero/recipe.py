@@ -43,7 +43,7 @@ from coevo.ledger.store import StepWriter
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan
 from coevo.recipes.drzero import posthoc, steps
 from coevo.recipes.drzero.crossfit import AUX_ROLES, question_fold, source_folds
-from coevo.rewards.formulas import crossfit_reward
+from coevo.recipes.drzero.rewards import crossfit_reward
 from coevo.stages.core import sampling_error_reason
 from coevo.stages.group import update_role
 from coevo.stages.rollout import rollout

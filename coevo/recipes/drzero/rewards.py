@@ -18,7 +18,7 @@ Sources (read, not guessed):
   y^src ≠ ∅ ∧ y^blind ≠ ∅ ∧ y^src ≃ y^blind; the verified consensus replaces the draft answer.
 
 Where the paper and the code differ the function takes ``variant="paper" | "code"`` (default paper).
-The difficulty equals CrossFit's f(k) (``coevo.rewards.formulas.crossfit_reward``, outside = 0) and
+The difficulty equals CrossFit's f(k) (``crossfit_reward`` below, outside = 0) and
 is computed by it: CrossFit is Dr. Zero's reward with the answers of an auxiliary solver of the other
 fold. See docs/audit.md "False-agreement audit" for the table.
 """
@@ -29,15 +29,36 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 import torch
 
-from coevo.rewards.formulas import crossfit_reward
 from coevo.rl.grpo import bucket_advantages
 from coevo.stages.core import majority_vote
 
-__all__ = ["DRZERO_VARIANTS", "drzero_difficulty", "drzero_format_score", "drzero_tool_score",
-           "drzero_answer_score", "drzero_integrity", "drzero_proposer_reward", "hrpo_advantages",
+__all__ = ["CROSSFIT_OUTSIDE", "crossfit_reward", "DRZERO_VARIANTS", "drzero_difficulty", "drzero_format_score",
+           "drzero_tool_score", "drzero_answer_score", "drzero_integrity", "drzero_proposer_reward", "hrpo_advantages",
            "msv_side_answer", "msv_accept"]
 
 DRZERO_VARIANTS = ("paper", "code")
+CROSSFIT_OUTSIDE = ("zero", "extrapolate")
+
+
+def crossfit_reward(k, n: int = 5, outside: str = "zero"):
+    """CrossFit proposer reward f(k) = (n - k) / (n - 1) for 0 < k < n.
+
+    False Frontiers (CrossFit): f(k) = (5 - k)/4 over n = 5 auxiliary answers, k of which match the
+    proposer's answer. False Frontiers does not define k = 0 or k = n: ``outside="zero"``
+    (default) gives 0 there; ``outside="extrapolate"`` applies the same line
+    (f(0) = n/(n-1) = 1.25, f(n) = 0). A scalar in gives a Python float, an array an array.
+    """
+    if outside not in CROSSFIT_OUTSIDE:
+        raise ValueError(f"outside must be one of {CROSSFIT_OUTSIDE}, got {outside!r}")
+    if n < 2:
+        raise ValueError("n must be >= 2")
+    a = np.asarray(k, dtype=float)
+    if np.any((a < 0) | (a > n)):
+        raise ValueError(f"k must lie in [0, {n}]")
+    f = (n - a) / (n - 1.0)
+    if outside == "zero":
+        f = np.where((a > 0) & (a < n), f, 0.0)
+    return float(f) if a.ndim == 0 else f
 
 
 def _check_variant(variant: str) -> None:

@@ -17,8 +17,7 @@ from coevo.audit.instruments import pseudo_label_accuracy
 from coevo.ledger.store import StepWriter
 from coevo.core.world import ANSWER, Task, role_sampling
 from coevo.recipes.drzero.crossfit import AUX_ROLES, retrieval_sources, scorer_fold, with_sources
-from coevo.recipes.drzero.rewards import drzero_proposer_reward, hrpo_advantages, msv_accept
-from coevo.rewards.formulas import crossfit_reward
+from coevo.recipes.drzero.rewards import crossfit_reward, drzero_proposer_reward, hrpo_advantages, msv_accept
 from coevo.stages.group import draw_group, update_role
 from coevo.stages.rollout import rollout
 
@@ -53,7 +52,7 @@ def proposer_reward(format_score, k, n: int = 5, format_weight: float = 0.5, out
     With the defaults (weight 0.5, f = 0 at k = 0 / k = n) this is Dr. Zero's reward,
     ``coevo.recipes.drzero.rewards.drzero_proposer_reward`` (its ``reward_function.py``: ``final = 0.5 *
     format + compute_difficulty_score``), which computes it; otherwise the format part plus CrossFit's
-    f(k) (``coevo.rewards.formulas.crossfit_reward``, ``outside="extrapolate"``: the line at the ends).
+    f(k) (``coevo.recipes.drzero.rewards.crossfit_reward``, ``outside="extrapolate"``: the line at the ends).
     ``k`` < 0 marks a proposal with no scoring group (malformed, or rejected by MSV): its reward is
     the format part alone (d(0) = 0)."""
     fmt = np.asarray(format_score, dtype=float)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coevo.rewards.formulas import quality_gate, rgbc_reward, synco_reward, teachability
+from coevo.recipes.rgbc.rewards import rgbc_reward, synco_reward
+from coevo.rewards.formulas import quality_gate, teachability
 
 
 @dataclass(frozen=True)

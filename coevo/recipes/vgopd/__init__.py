@@ -37,4 +37,5 @@ RECIPES = {"vgopd": RecipeInfo(
     tables=TABLES, report_sections=("coevo.recipes.vgopd.report:section",),
     predictions="coevo.recipes.vgopd.predictions:evaluate_casa_predictions",
     experiments={"casa-arms": "coevo.recipes.vgopd.experiments:EXPERIMENT"},
+    commands=("coevo.recipes.vgopd.commands:register",),  # coevo casa predictions, coevo stress
     description="VG-OPD: verifier-gated multi-expert distillation under CASA's arms A / B / C")}
