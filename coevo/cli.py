@@ -19,7 +19,7 @@ import typer  # noqa: E402
 
 from coevo.cli_common import API_KEY_ENV_HELP, UserError, check_out_dir, console, emit_json, fail, solver_policy  # noqa: F401,E402
 from coevo.commands.output import emit, json_option  # noqa: E402
-from coevo.core.registry import BUILTIN  # noqa: E402
+from coevo.core.registry import recipe_names  # noqa: E402
 
 HELP = {"help_option_names": ["-h", "--help"]}
 
@@ -62,7 +62,7 @@ def run(
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config merged over the preset."),
     set_: List[str] = typer.Option([], "--set", "-s", help="Override, key=value (dotted keys), repeatable; "
                                    "`coevo config keys` lists them. With --resume only the keys that may change."),
-    recipe: Optional[str] = typer.Option(None, "--recipe", help=f"{' | '.join(BUILTIN)} | a module path defining "
+    recipe: Optional[str] = typer.Option(None, "--recipe", help=f"{' | '.join(recipe_names())} | a module path defining "
                                                                 "RECIPES (shortcut for --set recipe=...)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Run seed (shortcut for --set seed=N)."),
     max_error_rate: Optional[float] = typer.Option(None, "--max-error-rate", min=0.0, max=1.0, help="Exit 2 when "

@@ -11,9 +11,10 @@ from typing import Any, Literal, Optional, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
-from coevo.core.registry import DEFAULT_PROMPT_STYLE, DEFAULT_RECIPE
+from coevo.worlds.math_prompts import INSTRUCT
 
 PRESET_DIR = Path(__file__).parent / "presets"
+DEFAULT_PRESET = "cpu"  # what `coevo run` runs with no --preset / --recipe; its `recipe` is the default recipe
 
 
 class ConfigError(Exception):
@@ -38,9 +39,9 @@ class WorldConfig(Strict):
         "fewer than 30% of advanced high-school students could solve it",
         description="math world: R-Zero's difficulty line in the Challenger prompt")
     prompt_style: str = Field(
-        DEFAULT_PROMPT_STYLE, description="math world: a prompt style a recipe folder registers (default: R-Zero's "
-                                          "prompts, coevo/recipes/rzero/prompts.py) or fewshot = one worked example, "
-                                          "<question> prefill and stop strings, for small models (SmolLM2-135M)")
+        INSTRUCT, description="math world: instruct = the world's instruction prompts (R-Zero's, "
+                              "coevo/worlds/math_prompts.py), a style a recipe folder registers, or fewshot = one "
+                              "worked example, <question> prefill and stop strings, for small models (SmolLM2-135M)")
     answer_extraction: Literal["boxed", "lenient"] = Field(
         "boxed", description="math world: boxed = last \\boxed{} (R-Zero); lenient = else the number "
                              "after the last 'answer is'")
@@ -215,8 +216,9 @@ class RunConfig(Strict):
     config with ``config_model(sections)``, a subclass of this one whose fields are those sections
     (``cfg.rzero`` is an ``RZeroConfig``); an unknown key anywhere is an error naming its path."""
 
-    recipe: str = Field(DEFAULT_RECIPE, description="a built-in recipe (coevo.core.registry.BUILTIN) or a module path")
-    preset: str = Field("cpu", description="the preset this config came from (set by --preset)")
+    recipe: str = Field(default_factory=lambda: default_recipe(), description="an installed recipe (entry-point group "
+                        "coevo.recipes) or a module path; default: the default preset's")
+    preset: str = Field(DEFAULT_PRESET, description="the preset this config came from (set by --preset)")
     intended_backends: Optional[list[Literal["tiny", "hf", "openai"]]] = Field(
         None, min_length=1, description="the backend kinds this preset is sized for; `coevo run` refuses "
                                         "another backend.kind unless --force (None = any)")
@@ -254,14 +256,24 @@ def config_model(sections: dict[str, type]) -> type[RunConfig]:
     return _MODELS[key]
 
 
-RECIPE_PRESET_DIRS = Path(__file__).parent / "recipes"  # each recipe folder's presets/ (coevo/recipes/<name>/presets)
-
-
 def preset_files() -> dict[str, Path]:
-    """Every shipped preset by name: the shared ones (``coevo/presets``) and each recipe folder's."""
-    files = {p.stem: p for p in sorted(RECIPE_PRESET_DIRS.glob("*/presets/*.yaml"))}
+    """Every shipped preset by name: the shared ones (``coevo/presets``) and each installed recipe
+    folder's ``presets/`` (``coevo.core.registry.recipe_folders``)."""
+    from coevo.core.registry import recipe_folders
+
+    files = {p.stem: p for d in recipe_folders() for p in sorted(d.glob("presets/*.yaml"))}
     files.update({p.stem: p for p in sorted(PRESET_DIR.glob("*.yaml"))})
     return files
+
+
+def default_recipe() -> str:
+    """The recipe of the default preset (``DEFAULT_PRESET``): a config that names none runs it."""
+    f = preset_files().get(DEFAULT_PRESET)
+    recipe = _read_yaml(f).get("recipe") if f is not None else None
+    if not recipe:
+        raise ConfigError(f"no recipe given and the default preset {DEFAULT_PRESET!r} names none "
+                          f"(installed presets: {', '.join(available_presets()) or 'none'})")
+    return str(recipe)
 
 
 def available_presets() -> list[str]:
@@ -332,9 +344,9 @@ def format_validation_error(e: ValidationError, model=None) -> str:
 
 def _recipe_sections(recipe: str, keys) -> tuple[Any, dict[str, Any]]:
     """The selected recipe and the models of the sections ``keys`` names: the recipe's own and,
-    only for a section it does not declare, those of the other built-in recipes (a preset may carry
+    only for a section it does not declare, those of the other installed recipes (a preset may carry
     the sections of several recipes, e.g. paper.yaml); no other recipe is imported."""
-    from coevo.core.registry import BUILTIN, RecipeNotFound, get_recipe
+    from coevo.core.registry import RecipeNotFound, get_recipe, recipe_names
 
     try:
         info = get_recipe(recipe)
@@ -342,7 +354,7 @@ def _recipe_sections(recipe: str, keys) -> tuple[Any, dict[str, Any]]:
         raise ConfigError(f"invalid config: recipe: {e}") from None
     known: dict[str, Any] = dict(info.sections)
     if any(k not in known for k in keys):
-        for name in BUILTIN:
+        for name in recipe_names():
             for sec, model in get_recipe(name).sections.items():
                 known.setdefault(sec, model)
     return info, known
@@ -351,12 +363,12 @@ def _recipe_sections(recipe: str, keys) -> tuple[Any, dict[str, Any]]:
 def build_config(data: dict) -> RunConfig:
     """Validate a config mapping with the typed model of its sections: core sections as RunConfig
     declares them, recipe sections by the models the recipes declare (the selected recipe's, and
-    any other built-in recipe's section the mapping carries), then the recipe/world pair by the
+    any other installed recipe's section the mapping carries), then the recipe/world pair by the
     recipe's supported worlds and ``world.options`` by the world's option names.  Every error names
     its dotted path (``rzero.solver_stepz: unknown field``)."""
     data = dict(data or {})
     extra = [k for k in data if k not in RunConfig.model_fields]
-    info, known = _recipe_sections(str(data.get("recipe", DEFAULT_RECIPE)), extra)
+    info, known = _recipe_sections(str(data["recipe"] if "recipe" in data else default_recipe()), extra)
     sections = {k: known[k] for k in extra if k in known}  # the mapping's order, then the recipe's other sections
     sections.update({k: m for k, m in info.sections.items() if k not in sections})
     model = config_model(sections)
@@ -389,7 +401,7 @@ def _check_world(cfg: RunConfig, info) -> None:
 deep_merge = _deep_merge  # public name: coevo.knobs merges budgets and --set items the same way
 
 
-def load_config(preset: str = "cpu", config: Path | None = None, overrides: list[str] | None = None) -> RunConfig:
+def load_config(preset: str = DEFAULT_PRESET, config: Path | None = None, overrides: list[str] | None = None) -> RunConfig:
     """Resolve defaults < preset < YAML file < --set overrides into a validated RunConfig."""
     p = Path(preset)
     if p.suffix in (".yaml", ".yml"):

@@ -75,11 +75,11 @@ def shortcut_overrides(set_: list[str], recipe: Optional[str] = None, executor: 
 def resolve_run_config(preset: Optional[str], config: Optional[Path], overrides: list[str],
                        recipe: Optional[str] = None, budget: Optional[str] = None):
     """The RunConfig ``coevo run`` would run: defaults < preset < ``--config`` < budget < ``--set``.
-    ``preset`` None: the preset named after ``recipe`` when there is one (drzero, crossfit, ...), else cpu."""
-    from coevo.config import load_config, preset_files
+    ``preset`` None: the preset named after ``recipe`` when there is one, else the default preset."""
+    from coevo.config import DEFAULT_PRESET, load_config, preset_files
 
     if preset is None:
-        preset = recipe if recipe and recipe in preset_files() else "cpu"
+        preset = recipe if recipe and recipe in preset_files() else DEFAULT_PRESET
     cfg = load_config(preset, config, overrides)
     if budget:
         extra = budget_overrides(budget, cfg.recipe)
@@ -232,12 +232,12 @@ def _walk(model, prefix: str, rows: list[dict]) -> None:
 
 def config_keys(recipe: Optional[str] = None) -> list[dict]:
     """Every key (dotted path) of the run config with its type, default and help: the core sections and
-    ``recipe``'s own sections, or, without ``recipe``, every built-in recipe's (each section once)."""
+    ``recipe``'s own sections, or, without ``recipe``, every installed recipe's (each section once)."""
     from coevo.config import RunConfig
-    from coevo.core.registry import BUILTIN, RecipeNotFound, get_recipe
+    from coevo.core.registry import RecipeNotFound, get_recipe, installed_recipes
 
     try:
-        infos = [get_recipe(recipe)] if recipe else [get_recipe(n) for n in BUILTIN]
+        infos = [get_recipe(recipe)] if recipe else installed_recipes()
     except RecipeNotFound as e:
         raise KnobError(str(e)) from None
     rows: list[dict] = []

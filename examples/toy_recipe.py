@@ -29,7 +29,7 @@ from coevo.ledger.rows import task_row
 from coevo.ledger.store import StepWriter
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan
 from coevo.core.registry import RecipeInfo, RoleSpec
-from coevo.stages.core import propose
+from coevo.stages.sample_verify import propose
 from coevo.stages.group import draw_group, update_role
 from coevo.worlds.scripted import ScriptedToolWorld
 from coevo.core.world import ANSWER
@@ -72,7 +72,7 @@ class ToyRecipe(RecipeBase):
         self.max_turns = cfg.toy.max_turns  # tool calls per episode (training and evaluation)
 
     def plan(self) -> list[StepSpec]:
-        return round_plan(self.cfg.toy.rounds, [("train", self.cfg.toy.steps_per_round)])
+        return round_plan(self.cfg.toy.rounds, [("train", self._train, self.cfg.toy.steps_per_round)], self._eval)
 
     def proposer_reward(self, mu_solver: float, mu_helper: float) -> float:
         """The proposer's reward for a task from the two solvers' pass rates (a made-up rule)."""
@@ -125,11 +125,11 @@ def section(led, run_id: str, run_dir: Path) -> str:
 
 
 RECIPES = {"toy": RecipeInfo(
-    name="toy", factory="examples.toy_recipe:ToyRecipe",
+    name="toy", factory=ToyRecipe,
     roles=(RoleSpec("solver", asset="solver"), RoleSpec("proposer", asset="challenger", seed_offset=1,
                                                          lr="lr_challenger"),
            RoleSpec("helper", asset="solver", seed_offset=2, trainable=False)),
     sections={"toy": ToyConfig}, worlds=("examples.toy_recipe:ToyToolWorld",),
     summary_columns=("solver_reward_mean", "proposer_reward_mean"),
-    report_sections=("examples.toy_recipe:section",),
+    report_sections=(section,),
     description="three roles, multi-turn tool rollouts (an example of adding a recipe)")}

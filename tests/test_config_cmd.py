@@ -37,10 +37,10 @@ def test_show_is_what_run_would_write(tmp_path):
 
 def test_smoke_budget_of_every_builtin_recipe_validates():
     """Each built-in recipe's smoke overrides resolve against the preset `coevo run --recipe R` picks."""
-    from coevo.core.registry import BUILTIN
+    from coevo.core.registry import recipe_names
     from coevo.knobs import resolve_run_config
 
-    for name in BUILTIN:
+    for name in recipe_names():
         cfg = resolve_run_config(None, None, [f"recipe={name}"], name, "smoke")
         assert cfg.recipe == name and "budget smoke:" in cfg.note and cfg.backend.threads == 1
 
@@ -70,12 +70,12 @@ def _leaves(model, prefix=""):
 
 def test_keys_lists_every_key_with_type_default_help():
     from coevo.config import RunConfig
-    from coevo.core.registry import BUILTIN, get_recipe
+    from coevo.core.registry import get_recipe, recipe_names
 
     rows = json.loads(run_coevo("config", "keys", "--json").stdout)["keys"]
     keys = {r["key"]: r for r in rows}
     want = set(_leaves(RunConfig))
-    for name in BUILTIN:
+    for name in recipe_names():
         for sec, model in get_recipe(name).sections.items():
             want |= set(_leaves(model, f"{sec}."))
     assert want <= set(keys), sorted(want - set(keys))[:5]

@@ -6,7 +6,7 @@ import pickle
 import pytest
 
 from coevo.config import ConfigError, load_config, preset_files
-from coevo.core.registry import BUILTIN, get_recipe
+from coevo.core.registry import get_recipe, recipe_names
 
 
 def _preset(recipe: str) -> list:
@@ -14,7 +14,7 @@ def _preset(recipe: str) -> list:
     return [recipe, []] if recipe in preset_files() else ["cpu", [f"recipe={recipe}"]]
 
 
-SECTIONS = sorted({(name, sec) for name in BUILTIN for sec in get_recipe(name).sections})
+SECTIONS = sorted({(name, sec) for name in recipe_names() for sec in get_recipe(name).sections})
 
 
 @pytest.mark.parametrize("recipe,section", SECTIONS)
@@ -87,15 +87,19 @@ def test_every_preset_loads_typed_and_pickles():
     assert [k for k in type(paper).model_fields][-3:] == ["rzero", "synco", "rgbc"]
 
 
-def test_prompt_style_registered_by_the_recipe_folder():
+def test_prompt_style_of_the_world_and_the_alias_the_recipe_folder_registers():
     from coevo.recipes.rzero.prompts import MATH_PROMPTS
     from coevo.worlds.math import MathWorld, prompt_style_names
+    from coevo.worlds.math_prompts import INSTRUCT_PROMPTS
 
-    assert prompt_style_names() == ("rzero", "fewshot")
+    assert prompt_style_names() == ("instruct", "rzero", "fewshot")  # the world's, R-Zero's alias, the world's
     cfg = load_config("cpu", None, ["world.name=math"])
-    assert cfg.world.prompt_style == "rzero"
+    assert cfg.world.prompt_style == "instruct" and MATH_PROMPTS is INSTRUCT_PROMPTS
     w = MathWorld.from_config(cfg)
     assert w.prompt_version == MATH_PROMPTS.version == "math-rzero-v1"
     assert w.proposer_prompts(1)[0].endswith(MATH_PROMPTS.proposer_user)
-    with pytest.raises(ConfigError, match=r"world.prompt_style: unknown prompt style 'chatty'; known: rzero, fewshot"):
+    alias = MathWorld.from_config(load_config("cpu", None, ["world.name=math", "world.prompt_style=rzero"]))
+    assert alias.prompt_version == "math-rzero-v1" and alias.proposer_prompts(1) == w.proposer_prompts(1)
+    with pytest.raises(ConfigError, match=r"world.prompt_style: unknown prompt style 'chatty'; known: instruct, rzero, "
+                                          r"fewshot"):
         load_config("cpu", None, ["world.name=math", "world.prompt_style=chatty"])

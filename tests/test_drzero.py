@@ -14,7 +14,7 @@ from coevo.ledger.store import Ledger
 from coevo.recipes.drzero import steps
 from coevo.recipes.drzero.crossfit import (question_fold, retrieval_sources, scorer_fold, source_folds,
                                            split_by_fold)
-from coevo.core.registry import get_recipe, resolve
+from coevo.core.registry import get_recipe, load
 from coevo.verify.run import WorldEquivalence
 from drzero_stub import FakeProposer, FakeSolver, StubFactsWorld
 
@@ -32,7 +32,7 @@ def run_recipe(tmp_path, recipe: str, extra=(), misread=("src0", "src1")):
     world = StubFactsWorld(misread=frozenset(misread))
     pols = {"proposer": FakeProposer(world), "solver": FakeSolver("solver"), "aux_a": FakeSolver("aux_a"),
             "aux_b": FakeSolver("aux_b")}
-    rec = resolve(get_recipe(recipe).factory)(cfg, world, pols, recipe, WorldEquivalence(world, None))
+    rec = load(get_recipe(recipe).factory)(cfg, world, pols, recipe, WorldEquivalence(world, None))
     led = Ledger(tmp_path / f"{recipe.replace('+', '_')}.duckdb")
     led.append("runs", [{"run_id": recipe, "recipe": recipe, "config_yaml": "{}"}])
     metrics = {}

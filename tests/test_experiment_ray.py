@@ -17,9 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from coevo.executors.cluster import RAY_ENV  # noqa: E402
 
 os.environ.update({**RAY_ENV, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)})
-from conftest import need_module  # noqa: E402
-
-need_module("ray")
+pytest.importorskip("ray")
 
 from test_experiment_engine import REPO, SPEC, comparable, experiment  # noqa: E402
 

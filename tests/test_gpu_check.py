@@ -7,10 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import need_module
-
-need_module("transformers")
-need_module("peft")
+pytest.importorskip("transformers")
+pytest.importorskip("peft")
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -3,11 +3,9 @@ import math
 
 import pytest
 
-from conftest import need_module
-
-torch = need_module("torch")
-need_module("transformers")
-need_module("peft")
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("peft")
 
 from conftest import require_smollm2  # noqa: E402
 

@@ -4,11 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import need_module
-
-need_module("transformers")
-need_module("peft")
-httpx = need_module("httpx")
+pytest.importorskip("transformers")
+pytest.importorskip("peft")
+httpx = pytest.importorskip("httpx")
 
 from coevo.core.policy import LossConfig, Policy, SamplingParams, sampler_info  # noqa: E402
 from coevo.backends.openai_server import OpenAIPolicy, ServerError  # noqa: E402

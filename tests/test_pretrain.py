@@ -55,15 +55,15 @@ def test_pretrain_regenerates_shipped_checkpoints(tmp_path):
 def test_arithmetic_assets_are_declared_by_the_recipe_folders():
     """The solver's spec is the core's; every other arithmetic asset comes from the folder of the recipe
     that loads it (RecipeInfo.pretrain), so coevo.pretrain names no role of a recipe."""
-    from coevo.core.registry import builtin_recipes, resolve
+    from coevo.core.registry import installed_recipes, load
     from coevo.pretrain import RECIPES, SOLVER_SPEC
 
     declared = {}
-    for info in builtin_recipes():
+    for info in installed_recipes():
         if info.pretrain:
-            declared.update(resolve(info.pretrain))
+            declared.update(load(info.pretrain))
     assert ROLES == ("solver", *declared) and RECIPES["solver"] is SOLVER_SPEC
-    loaded = {r.asset for info in builtin_recipes() for r in info.roles if r.asset in RECIPES}
+    loaded = {r.asset for info in installed_recipes() for r in info.roles if r.asset in RECIPES}
     assert loaded == {"solver", "challenger", "synthesizer"}  # the RoleSpec.asset of R-Zero's and SynCo's roles
     assert {RECIPES[a]["task"] for a in ROLES} == {"solve", "propose", "synthesize"}
 

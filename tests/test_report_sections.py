@@ -12,11 +12,13 @@ from coevo.report.html import write_report
 
 RZERO_CAPTIONS = ("Rewards per step", "Difficulty mix of proposed questions", "p_hat of candidate questions")
 FAKE = textwrap.dedent('''
-    from coevo.core.registry import RecipeInfo
+    from coevo.core.registry import RecipeInfo, Ref
     RECIPES = {
-        "rz": RecipeInfo(name="rz", factory="x:y", roles=(), report_sections=("coevo.recipes.rzero.report:section",),
+        "rz": RecipeInfo(name="rz", factory=Ref("x", "y"), roles=(),
+                         report_sections=(Ref("coevo.recipes.rzero.report", "section"),),
                          summary_columns=("pseudo_label_accuracy",)),
-        "rg": RecipeInfo(name="rg", factory="x:y", roles=(), report_sections=("coevo.recipes.rgbc.report:section",)),
+        "rg": RecipeInfo(name="rg", factory=Ref("x", "y"), roles=(),
+                         report_sections=(Ref("coevo.recipes.rgbc.report", "section"),)),
     }
 ''')
 
@@ -152,9 +154,10 @@ def test_unresolvable_recipe_gets_common_sections_and_a_note(tmp_path):
 
 
 def test_builtin_recipes_declare_their_sections():
-    from coevo.core.registry import get_recipe
+    from coevo.core.registry import Ref, get_recipe
 
     # A RecipeNotFound here is the failure this test exists to catch: let it fail the test.
     got = {name: get_recipe(name).report_sections for name in ("rzero", "synco", "rgbc")}
-    assert got == {"rzero": ("coevo.recipes.rzero.report:section",), "synco": ("coevo.recipes.rgbc.report:section",),
-                   "rgbc": ("coevo.recipes.rgbc.report:section",)}
+    assert got == {"rzero": (Ref("coevo.recipes.rzero.report", "section"),),
+                   "synco": (Ref("coevo.recipes.rgbc.report", "section"),),
+                   "rgbc": (Ref("coevo.recipes.rgbc.report", "section"),)}

@@ -431,9 +431,9 @@ def recipe_predictions(run_dirs: Sequence[Path], runs: List[dict], stress: Optio
     ``RecipeInfo.predictions`` (recipes that share one, e.g. synco and rgbc, are evaluated together: P5 compares
     their arms), in the order they first appear; a recipe the registry does not know (an imported run) or that
     declares none adds nothing."""
-    from coevo.core.registry import RecipeNotFound, get_recipe, resolve
+    from coevo.core.registry import RecipeNotFound, get_recipe, load
 
-    by_ref: Dict[str, List[Path]] = {}
+    by_ref: Dict[object, List[Path]] = {}
     for d, r in zip(run_dirs, runs):
         try:
             ref = get_recipe(r["recipe"]).predictions
@@ -443,5 +443,5 @@ def recipe_predictions(run_dirs: Sequence[Path], runs: List[dict], stress: Optio
             by_ref.setdefault(ref, []).append(Path(d))
     out: List[dict] = []
     for ref, dirs in by_ref.items():
-        out += resolve(ref)(dirs, stress)
+        out += load(ref)(dirs, stress)
     return out

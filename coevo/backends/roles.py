@@ -6,7 +6,7 @@ config can pass ``model_dump()``):
     {
       "backend": "hf",                 # hf | openai (remote sampling, local HF training)
       "model": "smollm2",              # smollm2 | tiny-llama | tiny-qwen2 | <HF directory>
-      "roles": None,                   # the role names; None = the default recipe's (default_roles)
+      "roles": None,                   # the role names; None = DEFAULT_ROLES (a recipe's run names its own)
       "mode": "lora",                  # lora: two adapters on one base (one GPU)
                                        # full: two independent full models
                                        # shared: one policy for every role (R-Zero "Single")
@@ -66,13 +66,15 @@ def _unknown(bad: list[str], known, where: str) -> str:
     return f"unknown option {said}; known: {', '.join(sorted(known)) or 'none'}"
 
 
-def default_roles() -> list[str]:
-    """The roles built when none are named: the default recipe's (``coevo.core.registry.DEFAULT_RECIPE``),
-    last declared first -- the order this module has always built them in (in ``full`` mode role i
-    gets seed + i; in ``lora`` mode the adapters are initialised in this order)."""
-    from coevo.core.registry import DEFAULT_RECIPE, get_recipe
+# the roles built when a caller names none (tests, scripts; a run passes its recipe's RoleSpec names): a
+# proposer and a solver, in the order this module has always built them (in ``full`` mode role i gets
+# seed + i; in ``lora`` mode the adapters are initialised in this order)
+DEFAULT_ROLES = ("challenger", "solver")
 
-    return list(get_recipe(DEFAULT_RECIPE).role_names[::-1])
+
+def default_roles() -> list[str]:
+    """The roles built when none are named (``DEFAULT_ROLES``)."""
+    return list(DEFAULT_ROLES)
 
 
 def check_option_keys(options: dict, kind: str = "openai") -> None:

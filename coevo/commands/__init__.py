@@ -9,18 +9,18 @@ import pkgutil
 
 
 def register_all(apps: dict) -> None:
-    """Every command module's ``register``, then each built-in recipe's own commands
-    (``RecipeInfo.commands``: "module:function" strings, each registered once)."""
-    from coevo.core.registry import BUILTIN, get_recipe, resolve
+    """Every command module's ``register``, then each installed recipe's own commands
+    (``RecipeInfo.commands``: functions or their Refs, each registered once)."""
+    from coevo.core.registry import installed_recipes, load
 
     for m in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         mod = importlib.import_module(f"{__name__}.{m.name}")
         fn = getattr(mod, "register", None)
         if fn is not None:
             fn(apps)
-    done: set[str] = set()
-    for name in BUILTIN:
-        for ref in get_recipe(name).commands:
+    done: set = set()
+    for info in installed_recipes():
+        for ref in info.commands:
             if ref not in done:
                 done.add(ref)
-                resolve(ref)(apps)
+                load(ref)(apps)

@@ -58,10 +58,9 @@ def warm_up() -> None:
     import torch  # noqa: F401
 
     import coevo.runner  # noqa: F401
-    from coevo.core.registry import BUILTIN, get_recipe
+    from coevo.core.registry import installed_recipes
 
-    for name in BUILTIN:
-        get_recipe(name)
+    installed_recipes()
 
 
 def fork_run(root, argv: list, log: str) -> tuple:

@@ -1,6 +1,6 @@
 """Experiments: a declared grid of runs (arms x seeds) plus claims with verdicts (docs/experiments.md).
 
-``REGISTRY`` names each experiment's spec as a ``"module:attr"`` string, gathered from the built-in
+``REGISTRY`` holds each experiment's spec or its ``Ref``, gathered from the installed
 recipes' registrations (``RecipeInfo.experiments``: an experiment belongs to its recipe's folder), so
 listing them imports no recipe code beyond the registrations; ``load_experiment`` takes a registered name or any ``module:attr`` /
 ``path/to/file.py:attr`` whose attribute is a ``coevo.experiments.spec.Experiment``.
@@ -15,16 +15,16 @@ __all__ = ["REGISTRY", "load_experiment", "ExperimentNotFound"]
 
 
 
-def _builtin_experiments() -> dict[str, str]:
-    from coevo.core.registry import BUILTIN, get_recipe
+def _installed_experiments() -> dict:
+    from coevo.core.registry import installed_recipes
 
-    out: dict[str, str] = {}
-    for name in BUILTIN:
-        out.update(get_recipe(name).experiments)
+    out: dict = {}
+    for info in installed_recipes():
+        out.update(info.experiments)
     return out
 
 
-REGISTRY = _builtin_experiments()
+REGISTRY = _installed_experiments()
 
 
 class ExperimentNotFound(Exception):
@@ -55,10 +55,14 @@ def _import(ref: str):
 
 def load_experiment(name: str):
     """The Experiment registered as ``name``, or at the ``module:attr`` / ``file.py:attr`` path ``name``."""
+    from coevo.core.registry import RecipeNotFound, load
     from coevo.experiments.spec import Experiment
 
     if name in REGISTRY:
-        exp = _import(REGISTRY[name])
+        try:
+            exp = load(REGISTRY[name])  # through the registry: the one loader of a recipe's code
+        except RecipeNotFound as e:
+            raise ExperimentNotFound(str(e)) from None
     elif ":" in name:
         exp = _import(name)
     else:

@@ -8,23 +8,24 @@ import html
 import json
 from pathlib import Path
 
-from coevo.recipes.registry import RecipeInfo, RoleSpec
+from coevo.core.registry import RecipeInfo, Ref, RoleSpec
 from coevo.recipes.rzero import CHALLENGER as _RZ_CHALLENGER, NAME as _RZ
 from coevo.report.plots import table_html
 
 __all__ = ["RECIPES", "ImportedRun", "section"]
 
 _SOLVER = RoleSpec("solver", trainable=False)
-_FACTORY = "coevo.integrations.imported:ImportedRun"
+_FACTORY = Ref("coevo.integrations.imported", "ImportedRun")
+_SECTION = Ref("coevo.integrations.imported", "section")
 RECIPES = {
-    "verl": RecipeInfo(name="verl", factory=_FACTORY, roles=(_SOLVER,), report_sections=(
-        "coevo.integrations.imported:section",), description="a verl rollout dump (coevo import verl)"),
+    "verl": RecipeInfo(name="verl", factory=_FACTORY, roles=(_SOLVER,), report_sections=(_SECTION,),
+                       description="a verl rollout dump (coevo import verl)"),
     _RZ: RecipeInfo(name=_RZ, factory=_FACTORY, roles=(_SOLVER, RoleSpec(_RZ_CHALLENGER, trainable=False)),
                         summary_columns=("pseudo_label_accuracy", "kept_fraction"),
-                        report_sections=("coevo.integrations.imported:section", "coevo.recipes.rzero.report:section"),
+                        report_sections=(_SECTION, Ref("coevo.recipes.rzero.report", "section")),
                         description="R-Zero question-evaluation files (coevo import rzero)"),
-    "adapter": RecipeInfo(name="adapter", factory=_FACTORY, roles=(_SOLVER,), report_sections=(
-        "coevo.integrations.imported:section",), description="a framework adapter's ledger parts: verl, TRL (coevo import parts)"),
+    "adapter": RecipeInfo(name="adapter", factory=_FACTORY, roles=(_SOLVER,), report_sections=(_SECTION,),
+                          description="a framework adapter's ledger parts: verl, TRL (coevo import parts)"),
 }
 
 

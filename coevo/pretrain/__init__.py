@@ -45,13 +45,13 @@ def asset_specs() -> dict[str, dict]:
     """Every arithmetic asset and how it is trained (task, level mix, steps, batch, lr, arch): the
     solver (what every recipe's Solver starts from) and the assets each built-in recipe's folder
     declares (``RecipeInfo.pretrain``: R-Zero's Challenger and its "Single" policy, SynCo's
-    Synthesizer).  An asset's name is the ``RoleSpec.asset`` that loads it."""
-    from coevo.core.registry import builtin_recipes, resolve
+    Synthesizer), loaded through the registry.  An asset's name is the ``RoleSpec.asset`` that loads it."""
+    from coevo.core.registry import installed_recipes, load
 
     specs = {"solver": SOLVER_SPEC}
-    for info in builtin_recipes():
+    for info in installed_recipes():
         if info.pretrain:
-            for asset, spec in resolve(info.pretrain).items():
+            for asset, spec in load(info.pretrain).items():
                 specs.setdefault(asset, spec)
     return specs
 

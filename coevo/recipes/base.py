@@ -1,7 +1,7 @@
 """What every recipe provides to the runner, and the stages recipes share."""
 from __future__ import annotations
 
-from coevo.core.plan import StepSpec, round_plan  # noqa: F401 (recipes import them from here)
+from coevo.core.plan import StepSpec, renumber, round_plan  # noqa: F401 (recipes import them from here)
 from coevo.core.policy import LossConfig, SamplingParams
 from coevo.audit.truth import truth_from_config
 from coevo.config import RunConfig
@@ -26,8 +26,8 @@ def sampling_params(cfg: RunConfig, max_new_tokens: int | None = None) -> Sampli
 
 
 class RecipeBase:
-    """What the runner calls on a recipe: ``plan()``, ``run_step(spec, writer)`` (dispatches to
-    ``_<phase>``), ``state_dict()`` / ``load_state_dict()``.  Holds the run's world, policies by
+    """What the runner calls on a recipe: ``plan()`` (steps that hold their step functions),
+    ``run_step(spec, writer)`` (calls ``spec.run``), ``state_dict()`` / ``load_state_dict()``.  Holds the run's world, policies by
     role, verifier, loss and sampling settings; every recipe evaluates its ``solver`` role on
     the world's held-out set in phase ``eval``."""
 
@@ -48,7 +48,10 @@ class RecipeBase:
         raise NotImplementedError
 
     def run_step(self, spec: StepSpec, w: StepWriter) -> dict:
-        return getattr(self, f"_{spec.phase}")(spec, w)
+        if spec.run is None:
+            raise TypeError(f"step {spec.step} (phase {spec.phase!r}) holds no step function: build the plan with "
+                            f"round_plan(rounds, [(phase, function, steps), ...], evaluate)")
+        return spec.run(spec, w)
 
     def state_dict(self) -> dict:
         return {}

@@ -103,7 +103,7 @@ def _errors_html(summary: dict) -> str:
 def recipe_sections(recipe: str, led: Ledger, run_id: str, run_dir: Path) -> tuple[list[str], tuple[str, ...]]:
     """The HTML fragments of the recipe's report sections and its summary columns. A recipe that cannot
     be resolved gives one note; a section that fails gives one note (the report never fails for it)."""
-    from coevo.core.registry import RecipeNotFound, get_recipe, resolve
+    from coevo.core.registry import RecipeNotFound, get_recipe, load
 
     try:
         info = get_recipe(recipe)
@@ -113,9 +113,9 @@ def recipe_sections(recipe: str, led: Ledger, run_id: str, run_dir: Path) -> tup
     out = []
     for ref in info.report_sections:
         try:
-            frag = resolve(ref)(led, run_id, run_dir)
+            frag = load(ref)(led, run_id, run_dir)
         except Exception as e:  # noqa: BLE001 (one failing section must not cost the whole report)
-            frag = f"<p class=note>report section {html.escape(ref)} failed: {html.escape(repr(e))}</p>"
+            frag = f"<p class=note>report section {html.escape(str(getattr(ref, '__qualname__', ref)))} failed: {html.escape(repr(e))}</p>"
         if frag:
             out.append(frag)
     return out, tuple(info.summary_columns)

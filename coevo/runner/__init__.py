@@ -119,11 +119,11 @@ def make_policies(cfg: RunConfig, run_dir: Path | None = None, info=None) -> dic
 
 
 def make_recipe(cfg: RunConfig, world, policies, run_id: str, verifier, info=None):
-    from coevo.core.registry import RecipeNotFound, resolve
+    from coevo.core.registry import RecipeNotFound, load
 
     info = info or recipe_info(cfg)
     try:
-        cls = resolve(info.factory)
+        cls = load(info.factory)
     except RecipeNotFound as e:
         raise RunError(f"recipe {cfg.recipe!r} is not available in this build: {e}") from None
     return cls(cfg, world, policies, run_id, verifier)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from coevo.audit.stats import binomial_se
 from coevo.config import RunConfig
-from coevo.core.registry import RecipeNotFound, get_recipe, resolve
+from coevo.core.registry import RecipeNotFound, get_recipe, load
 from coevo.ledger import views
 from coevo.ledger.store import Ledger
 
@@ -52,7 +52,7 @@ def round_summary(led: Ledger, run_id: str, info, steps: list[dict], r: int) -> 
     recipe's ledger columns (``info.round_columns``) and its summary columns' per-round means."""
     row = views.round_row(led, run_id, r, info.solver_role)
     if info.round_columns:
-        row.update(resolve(info.round_columns)(led, run_id, r))
+        row.update(load(info.round_columns)(led, run_id, r))
     columns = info.summary_columns
     for col, v in recipe_columns(steps, r, [c for c in columns if c not in row]).items():
         row[col] = v

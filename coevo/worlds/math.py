@@ -1,10 +1,11 @@
 """Math world: free-form competition-style questions and answers, no oracle (R-Zero §2).
 
 * Proposer and Solver prompts come from the prompt style (``prompt_style``): an
-  ``InstructionPrompts`` that a recipe folder registers (``RecipeInfo.prompt_styles``: R-Zero's
-  Challenger prompt, word for word from its code, is ``coevo/recipes/rzero/prompts.py``, the
-  default style), with the difficulty line as a configurable option; the system part and the
-  user message are joined into one prompt string by default (``system_in_prompt=True``).
+  ``InstructionPrompts``, the world's own ``instruct`` (R-Zero's Challenger prompt, word for word
+  from its code: ``coevo/worlds/math_prompts.py``, the default style) or one a recipe folder
+  registers (``RecipeInfo.prompt_styles``), with the difficulty line as a configurable option; the
+  system part and the user message are joined into one prompt string by default
+  (``system_in_prompt=True``).
 * ``parse_task``: the last ``<question>...</question>`` block (as R-Zero); the
   Challenger's own ``\\boxed{}`` after it is kept as ``Task.reference`` (R-Zero does not
   reward it; SynCo-style recipes may).
@@ -18,7 +19,7 @@
   output); ``verdicts`` runs it through a ``VerifierPool`` and returns Verdicts with
   their reasons (timeout, unparsable, ...); ``group_answers`` is R-Zero's majority-vote
   clustering on top of it.
-* Prompt styles (``prompt_style``): a registered instruction style (default: R-Zero's prompts
+* Prompt styles (``prompt_style``): an instruction style (default: ``instruct``, R-Zero's prompts
   and strict formats, for instruction-following models) or the world's own ``fewshot`` for small models that cannot
   follow R-Zero's instructions (SmolLM2-135M writes neither ``<question>`` tags nor
   ``\\boxed{}`` under them: 100 % format failures, measured).  ``fewshot`` shows one
@@ -40,51 +41,38 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from coevo.core.registry import DEFAULT_PROMPT_STYLE
 from coevo.verify.latex import boxed, last_boxed, normalize_math  # noqa: F401 (re-exported)
 from coevo.core.world import QUESTION, SYNTHESIS, ParseResult, ResponseFormat, Task, last_question
+from coevo.worlds.math_prompts import INSTRUCT, INSTRUCT_PROMPTS, InstructionPrompts  # noqa: F401 (re-exported)
 from coevo.worlds.synthesis import Synthesis, blocks, schema_check, tags_only
 
 FEWSHOT = "fewshot"  # the world's own prompt style, for small models
 
 
-@dataclass(frozen=True)
-class InstructionPrompts:
-    """A prompt style for instruction-following models, shipped by a recipe folder and registered
-    by name (``RecipeInfo.prompt_styles``): the proposer's system prompt (``{difficulty_line}`` in
-    it), its user message, what follows the question in the Solver's prompt, the default
-    difficulty line, and the ``world.challenger_prompt_line`` phrase that means that line."""
-
-    version: str  # prompt_version of the style (recorded by the run)
-    proposer_system: str
-    proposer_user: str
-    solver_suffix: str
-    difficulty_line: str
-    difficulty_phrase: str
-
-
 def prompt_style_names() -> tuple[str, ...]:
-    """The registered instruction styles (default first) and ``fewshot``."""
-    from coevo.core.registry import DEFAULT_PROMPT_STYLE, prompt_styles
+    """The instruction styles (the world's ``instruct`` first, then those recipe folders register) and
+    ``fewshot``."""
+    from coevo.core.registry import prompt_styles
 
-    names = sorted(prompt_styles(), key=lambda n: n != DEFAULT_PROMPT_STYLE)
-    return tuple(names) + (FEWSHOT,)
+    return (INSTRUCT, *sorted(n for n in prompt_styles() if n not in (INSTRUCT, FEWSHOT)), FEWSHOT)
 
 
 def instruction_prompts(style: str) -> InstructionPrompts | None:
-    """The InstructionPrompts of a registered style (None for ``fewshot``); ValueError naming the styles."""
-    from coevo.core.registry import prompt_styles, resolve
+    """The InstructionPrompts of a style (None for ``fewshot``); ValueError naming the styles.  Only a
+    style other than the world's own asks the registry for the ones recipe folders register."""
+    from coevo.core.registry import load, prompt_styles
 
     if style == FEWSHOT:
         return None
+    if style == INSTRUCT:
+        return INSTRUCT_PROMPTS
     refs = prompt_styles()
     if style not in refs:
         raise ValueError(f"prompt_style must be one of {', '.join(prompt_style_names())}, got {style!r}")
-    return resolve(refs[style])
+    return load(refs[style])
 
 
 # prompt_style="fewshot": one worked example per prompt (rotated for variety)
@@ -145,7 +133,7 @@ class MathWorld:
 
     def __init__(self, difficulty_line: str | None = ..., system_in_prompt: bool = True,
                  pool: Any = None, timeout_s: float = 5.0, eval_path: str | Path | None = None,
-                 prompt_style: str = DEFAULT_PROMPT_STYLE, answer_extraction: str = "boxed") -> None:
+                 prompt_style: str = INSTRUCT, answer_extraction: str = "boxed") -> None:
         """``difficulty_line``: ``...`` = the style's own line; None or "" = none."""
         self._prompts = instruction_prompts(prompt_style)  # None: fewshot
         if answer_extraction not in ("boxed", "lenient"):

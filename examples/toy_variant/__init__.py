@@ -6,12 +6,12 @@ preset (``preset.yaml``).  Run it from the repository root:
 
     coevo run --preset examples/toy_variant/preset.yaml
 """
-from coevo.core.registry import RecipeInfo, RoleSpec
+from coevo.core.registry import RecipeInfo, Ref, RoleSpec
 from examples.toy_recipe import RECIPES as _TOY
 
 _toy = _TOY["toy"]
 RECIPES = {"toy-variant": RecipeInfo(
-    name="toy-variant", factory=f"{__name__}.recipe:VariantRecipe",
+    name="toy-variant", factory=Ref(f"{__name__}.recipe", "VariantRecipe"),
     roles=(RoleSpec("solver", asset="solver"), RoleSpec("proposer", asset="challenger", seed_offset=1,
                                                          lr="lr_challenger")),
     sections=_toy.sections, worlds=_toy.worlds, summary_columns=_toy.summary_columns,

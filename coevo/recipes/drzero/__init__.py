@@ -8,7 +8,7 @@ proposer reward, hop-bucket advantages, MSV acceptance: pure functions), ``confi
 ``drzero``, ``crossfit``, ``audit``), ``report.py`` (report section), ``experiments.py`` (``coevo
 experiment crossfit-ablation`` on the experiment engine), ``arms.py`` (``coevo experiment drzero-arms``), ``presets/`` (``drzero``, ``crossfit``, ``msv+crossfit``).
 """
-from coevo.core.registry import RecipeInfo, RoleSpec
+from coevo.core.registry import RecipeInfo, Ref, RoleSpec
 from coevo.recipes.drzero.config import AuditConfig, CrossFitConfig, DrZeroConfig
 
 _SOLVER = RoleSpec("solver", asset="facts_solver", seed_offset=0, lr="lr_solver")
@@ -25,17 +25,17 @@ COLUMN_NAMES = {"false_agreement": ("FF", "false-agreement mass of the scoring g
                 "proposer_reward_mean": ("P reward", "proposer reward"),
                 "accept_rate": ("accept", "accepted share of the valid proposals"),
                 "solver_reward_mean": ("S reward", "main-solver reward (EM against the label)")}
-_SECTIONS = ("coevo.recipes.drzero.report:section",)
+_SECTIONS = (Ref("coevo.recipes.drzero.report", "section"),)
 _DZ = {"drzero": DrZeroConfig, "audit": AuditConfig}
 _CF = {"drzero": DrZeroConfig, "crossfit": CrossFitConfig, "audit": AuditConfig}
 
 
-_EXPERIMENTS = {"crossfit-ablation": "coevo.recipes.drzero.experiments:ABLATION",
-                "drzero-arms": "coevo.recipes.drzero.arms:DRZERO_ARMS"}
+_EXPERIMENTS = {"crossfit-ablation": Ref("coevo.recipes.drzero.experiments", "ABLATION"),
+                "drzero-arms": Ref("coevo.recipes.drzero.arms", "DRZERO_ARMS")}
 
 
 def _info(name: str, cls: str, roles: tuple, sections: dict, description: str) -> RecipeInfo:
-    return RecipeInfo(name=name, factory=f"coevo.recipes.drzero.recipe:{cls}", roles=roles, sections=sections,
+    return RecipeInfo(name=name, factory=Ref("coevo.recipes.drzero.recipe", cls), roles=roles, sections=sections,
                       worlds=("facts",), summary_columns=_COLS, optional_summary_columns=_OPTIONAL,
                       column_names=COLUMN_NAMES,
                       report_sections=_SECTIONS, description=description,

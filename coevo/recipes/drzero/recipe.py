@@ -40,11 +40,11 @@ from coevo.core.policy import full_text
 from coevo.core.world import QUESTION, ParseResult, Task, role_sampling
 from coevo.ledger.rows import dumps, task_row, verdict_row_of
 from coevo.ledger.store import StepWriter
-from coevo.recipes.base import RecipeBase, StepSpec, round_plan
+from coevo.recipes.base import RecipeBase, StepSpec, renumber, round_plan
 from coevo.recipes.drzero import posthoc, steps
 from coevo.recipes.drzero.crossfit import AUX_ROLES, question_fold, source_folds
 from coevo.recipes.drzero.rewards import crossfit_reward
-from coevo.stages.core import sampling_error_reason
+from coevo.stages.sample_verify import sampling_error_reason
 from coevo.stages.group import update_role
 from coevo.stages.rollout import rollout
 
@@ -76,17 +76,17 @@ class DrZeroRecipe(RecipeBase):
     def plan(self) -> list[StepSpec]:
         dz = self.cfg.drzero
         if self.crossfit and self.cf.replay:  # False Frontiers (the fold ablation): the fixed question-bank replay
-            return round_plan(1, [("bank", 1), ("aux", self.cf.aux_steps), ("score", 1), ("audit", 1)])
-        phases = [("proposer", dz.proposer_steps)]
+            return round_plan(1, [("bank", self._bank, 1), ("aux", self._aux, self.cf.aux_steps),
+                                  ("score", self._score, 1), ("audit", self._audit, 1)], self._eval)
+        phases = [("proposer", self._proposer, dz.proposer_steps)]
         if self.crossfit:
-            phases.append(("aux", self.cf.aux_steps))
-        phases += [("solver", dz.solver_steps), ("audit", 1)]
-        specs = round_plan(dz.rounds, phases)
+            phases.append(("aux", self._aux, self.cf.aux_steps))
+        phases += [("solver", self._solver, dz.solver_steps), ("audit", self._audit, 1)]
+        specs = round_plan(dz.rounds, phases, self._eval)
         if not dz.audit_prompts:
             return specs
-        body = [(s.round, s.phase, s.phase_step) for s in specs]  # the post-hoc audit before the last evaluation
-        body.insert(len(body) - 1, (dz.rounds, "posthoc", 0))
-        return [StepSpec(i, r, phase, k) for i, (r, phase, k) in enumerate(body)]
+        # the post-hoc audit before the last evaluation
+        return renumber([*specs[:-1], StepSpec(0, dz.rounds, "posthoc", 0, self._posthoc), specs[-1]])
 
     def state_dict(self) -> dict:
         return {"dataset": self.dataset, "audit_items": self.audit_items, "cursor": self.cursor}

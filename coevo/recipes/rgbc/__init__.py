@@ -11,7 +11,7 @@ The folder: ``recipe.py`` (the joint step), ``config.py`` (sections ``synco``, `
 The instruments (kappa-bar, nu-bar, lag) are the core's ``coevo.audit.screen_confirm``: imported
 verl and R-Zero runs are audited with them too.
 """
-from coevo.core.registry import RecipeInfo, RoleSpec
+from coevo.core.registry import RecipeInfo, Ref, RoleSpec
 from coevo.recipes.rgbc.config import RGBCConfig, SynCoConfig
 
 COLUMN_NAMES = {"synthesizer_reward_mean": ("S reward", "Synthesizer reward"),
@@ -28,22 +28,24 @@ _TRUTH_COLS = ("reference_accuracy_truth", "reference_accuracy_truth_accepted", 
                "truth_oracle_kappa")
 # the arithmetic world with a known pass-rate law (the P1 / P2 control of rgbc-arms; coevo.worlds.arithmetic_law)
 _WORLDS = ("arithmetic", "math", "coevo.worlds.arithmetic_law:ArithmeticLawWorld")
-_PREDICTIONS = "coevo.recipes.rgbc.predictions:evaluate_predictions"  # P1-P6 of the RGBC proposal
+_PREDICTIONS = Ref("coevo.recipes.rgbc.predictions", "evaluate_predictions")  # P1-P6 of the RGBC proposal
+_FACTORY = Ref("coevo.recipes.rgbc.recipe", "RGBCRecipe")
+_SECTIONS = (Ref("coevo.recipes.rgbc.report", "section"),)
 RECIPES = {
-    "synco": RecipeInfo(name="synco", factory="coevo.recipes.rgbc.recipe:RGBCRecipe", roles=_ROLES,
+    "synco": RecipeInfo(name="synco", factory=_FACTORY, roles=_ROLES,
                         sections={"synco": SynCoConfig, "rgbc": RGBCConfig}, worlds=_WORLDS,
                         summary_columns=_COLS, column_names=COLUMN_NAMES,
-                        report_sections=("coevo.recipes.rgbc.report:section",),
+                        report_sections=_SECTIONS,
                         optional_summary_columns=_TRUTH_COLS,
-                        commands=("coevo.recipes.rgbc.commands:register",),
-                        pretrain="coevo.recipes.rgbc.pretrain:ASSETS",
+                        commands=(Ref("coevo.recipes.rgbc.commands", "register"),),
+                        pretrain=Ref("coevo.recipes.rgbc.pretrain", "ASSETS"),
                         predictions=_PREDICTIONS,
                         description="SynCo: Synthesizer + Reasoner, validator, consensus, T(mu_1)"),
-    "rgbc": RecipeInfo(name="rgbc", factory="coevo.recipes.rgbc.recipe:RGBCRecipe", roles=_ROLES,
+    "rgbc": RecipeInfo(name="rgbc", factory=_FACTORY, roles=_ROLES,
                        sections={"synco": SynCoConfig, "rgbc": RGBCConfig}, worlds=_WORLDS,
                        summary_columns=_COLS, column_names=COLUMN_NAMES,
-                        report_sections=("coevo.recipes.rgbc.report:section",),
+                        report_sections=_SECTIONS,
                        optional_summary_columns=_TRUTH_COLS, predictions=_PREDICTIONS,
-                       experiments={"rgbc-arms": "coevo.recipes.rgbc.experiments:EXPERIMENT"},
+                       experiments={"rgbc-arms": Ref("coevo.recipes.rgbc.experiments", "EXPERIMENT")},
                        description="SynCo + RGBC: screen/confirm, kappa discount, nu, lag; arms synco|mu_tilde|full"),
 }

@@ -86,7 +86,7 @@ class RGBCRecipe(RecipeBase):
 
     def plan(self) -> list[StepSpec]:
         sc = self.cfg.synco
-        return round_plan(sc.rounds, [("train", sc.steps_per_round)])
+        return round_plan(sc.rounds, [("train", self._train, sc.steps_per_round)], self._eval)
 
     def _eval(self, spec: StepSpec, w: StepWriter) -> dict:
         """The held-out evaluation; ``synco.eval_interim_per_level``: the evaluations before the last round's on

@@ -1,36 +1,7 @@
-"""R-Zero's prompts for the math world (R-Zero §2.1; word for word from its code), registered as
-the math world's prompt style ``rzero`` (``RecipeInfo.prompt_styles``; the default of
-``world.prompt_style``): the Challenger's system prompt with its difficulty line ("fewer than
-30 % of advanced high-school students could solve it"; ``world.challenger_prompt_line``), its
-short user message, and the Solver's instruction after the question.  R-Zero sends the
-Challenger prompt as a system message plus the user message; the World contract carries one
-prompt string, so the math world joins both into the user message by default
-(``MathWorld(system_in_prompt=True)``); a backend that takes a system prompt can use
-``CHALLENGER_SYSTEM`` / ``CHALLENGER_USER`` directly.  Any recipe may run the math world with
-these prompts (SynCo's Synthesizer instruction is the world's own).
-"""
-from coevo.worlds.math import InstructionPrompts
-
-DIFFICULTY_PHRASE = "fewer than 30% of advanced high-school students could solve it"
-DIFFICULTY_LINE = "Aim for a difficulty such that fewer than 30 % of advanced high-school students could solve it. "
-CHALLENGER_SYSTEM_TEMPLATE = (
-    "You are an expert competition-math problem setter.\n"
-    "FIRST, in your private scratch-pad, think step-by-step to design a brand-new, non-trivial problem. "
-    "The problem could come from any field of mathematics, including but not limited to algebra, geometry, "
-    "number theory, combinatorics, prealgebra, probability, statistics, and calculus. "
-    "{difficulty_line}"
-    "Avoid re-using textbook clichés or famous contest problems.\n"
-    "THEN, without revealing any of your private thoughts, output **exactly** the following two blocks:\n\n"
-    "<question>\n"
-    "{{The full problem statement on one or more lines}}\n"
-    "</question>\n\n"
-    "\\boxed{{final_answer}}\n\n"
-    "Do NOT output anything else—no explanations, no extra markup."
-)
-CHALLENGER_SYSTEM = CHALLENGER_SYSTEM_TEMPLATE.format(difficulty_line=DIFFICULTY_LINE)
-CHALLENGER_USER = "Generate one new, challenging reasoning question now. Remember to format the output exactly as instructed."
-SOLVER_SUFFIX = "Please reason step by step, and put your final answer within \\boxed{}."
-
-MATH_PROMPTS = InstructionPrompts(version="math-rzero-v1", proposer_system=CHALLENGER_SYSTEM_TEMPLATE,
-                                  proposer_user=CHALLENGER_USER, solver_suffix=SOLVER_SUFFIX,
-                                  difficulty_line=DIFFICULTY_LINE, difficulty_phrase=DIFFICULTY_PHRASE)
+"""R-Zero's prompts for the math world (R-Zero §2.1; word for word from its code).  They are the math
+world's default prompt style (``coevo/worlds/math_prompts.py``: a world's default prompts belong to the
+world); this folder registers R-Zero's name ``rzero`` as an alias of it (``RecipeInfo.prompt_styles``)
+and keeps the old names of the texts here."""
+from coevo.worlds.math_prompts import (  # noqa: F401 (re-exported)
+    CHALLENGER_SYSTEM, CHALLENGER_SYSTEM_TEMPLATE, CHALLENGER_USER, DIFFICULTY_LINE, DIFFICULTY_PHRASE,
+    INSTRUCT_PROMPTS as MATH_PROMPTS, SOLVER_SUFFIX)

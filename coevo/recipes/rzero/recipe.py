@@ -37,7 +37,8 @@ class RZeroRecipe(RecipeBase):
     # ------------------------------------------------------------------ schedule
     def plan(self) -> list[StepSpec]:
         rz = self.cfg.rzero
-        return round_plan(rz.rounds, [("challenger", rz.challenger_steps), ("dataset", 1), ("solver", rz.solver_steps)])
+        return round_plan(rz.rounds, [("challenger", self._challenger, rz.challenger_steps), ("dataset", self._dataset, 1),
+                                      ("solver", self._solver, rz.solver_steps)], self._eval)
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict:

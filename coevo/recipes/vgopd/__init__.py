@@ -11,7 +11,7 @@ The criteria bank and world it trains on stay in the core (``coevo.criteria``,
 """
 from pathlib import Path
 
-from coevo.core.registry import RecipeInfo, RoleSpec
+from coevo.core.registry import RecipeInfo, Ref, RoleSpec
 from coevo.recipes.vgopd.casa.config import CasaConfig
 from coevo.recipes.vgopd.config import VgopdConfig
 from coevo.recipes.vgopd.summary import COLUMN_NAMES, OPTIONAL_COLUMNS, SUMMARY_COLUMNS
@@ -29,13 +29,13 @@ def expert_roles() -> tuple[RoleSpec, ...]:
 
 
 RECIPES = {"vgopd": RecipeInfo(
-    name="vgopd", factory="coevo.recipes.vgopd.recipe:VgopdRecipe",
+    name="vgopd", factory=Ref("coevo.recipes.vgopd.recipe", "VgopdRecipe"),
     roles=(RoleSpec("student", asset="criteria_student", seed_offset=0, lr="lr_solver"), *expert_roles()),
     solver_role="student",
     sections={"vgopd": VgopdConfig, "casa": CasaConfig}, worlds=("criteria",),
     summary_columns=SUMMARY_COLUMNS, optional_summary_columns=OPTIONAL_COLUMNS, column_names=COLUMN_NAMES,
-    tables=TABLES, report_sections=("coevo.recipes.vgopd.report:section",),
-    predictions="coevo.recipes.vgopd.predictions:evaluate_casa_predictions",
-    experiments={"casa-arms": "coevo.recipes.vgopd.experiments:EXPERIMENT"},
-    commands=("coevo.recipes.vgopd.commands:register",),  # coevo casa predictions, coevo stress
+    tables=TABLES, report_sections=(Ref("coevo.recipes.vgopd.report", "section"),),
+    predictions=Ref("coevo.recipes.vgopd.predictions", "evaluate_casa_predictions"),
+    experiments={"casa-arms": Ref("coevo.recipes.vgopd.experiments", "EXPERIMENT")},
+    commands=(Ref("coevo.recipes.vgopd.commands", "register"),),  # coevo casa predictions, coevo stress
     description="VG-OPD: verifier-gated multi-expert distillation under CASA's arms A / B / C")}

@@ -75,7 +75,7 @@ class VgopdRecipe(RecipeBase):
     def plan(self) -> list[StepSpec]:
         """Rounds of training steps, each followed by an evaluation; the initial evaluation (step 0) only with
         ``vgopd.initial_eval`` (the other steps keep their numbers, so the training is the same either way)."""
-        specs = round_plan(self.vc.rounds, [("train", self.vc.steps_per_round)])
+        specs = round_plan(self.vc.rounds, [("train", self._train, self.vc.steps_per_round)], self._eval)
         return specs if self.vc.initial_eval else [s for s in specs if s.round > 0]
 
     def state_dict(self) -> dict:
