@@ -14,7 +14,7 @@ import torch
 from coevo.core.policy import Completion, LossConfig, SamplingParams
 from coevo.backends.tiny import TinyPolicy
 from coevo.rl.grpo import active_tokens, combine_metrics, micro_batch_args, policy_loss
-from coevo.stages.core import grpo_update
+from coevo.rl.grpo import grpo_update
 
 LENGTHS = [3, 1, 5, 2, 4, 6, 2]  # B = 7
 MASKS = {2: [1, 1, 0, 0, 1], 6: [0, 0]}  # world-inserted tokens; a rollout with no generated token

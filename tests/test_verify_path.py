@@ -6,7 +6,7 @@ import pytest
 
 from coevo.core.policy import Completion
 from coevo.ledger.store import StepWriter
-from coevo.stages.core import majority_vote
+from coevo.verify.vote import majority_vote
 from coevo.verify.run import (RunVerifier, WorldEquivalence, make_run_verifier, pair_key,
                                       run_verifier_from_config)
 from coevo.stages.evaluate import evaluate_solver

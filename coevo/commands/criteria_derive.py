@@ -30,6 +30,7 @@ from typing import Any, Optional, Sequence
 from coevo.criteria.bank import BankEntry, Criterion
 from coevo.criteria.scoring import CriteriaScorer
 from coevo.criteria.verifier import split_steps
+from coevo.stages.sample_verify import first_answers
 
 ENDPOINT_IDS = ("final_value", "final_unit")
 FIXED_IDS = ("final_value", "final_unit", "wrong_unit")
@@ -139,4 +140,4 @@ def annotate(world: Any, tasks: Sequence[Any], annotator: str) -> list[Optional[
     pol = TinyPolicy.from_checkpoint(Path(annotator).name, path)
     outs = pol.sample([world.solver_prompt(t) for t in tasks], 1,
                       SamplingParams(greedy=True, max_new_tokens=world.max_answer_tokens))
-    return [world.extract_answer(o[0].text) for o in outs]
+    return first_answers(world, outs)

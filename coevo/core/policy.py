@@ -102,7 +102,7 @@ class Policy(Protocol):
     list per completion with a float per token of ``token_ids`` (token level).  ``scale``
     multiplies the loss before backward and ``num_active_tokens`` is the active-token count
     of the whole step (dapo), so a caller that splits a batch into micro-batches gets the
-    gradient of the unsplit batch (``coevo.stages.core.grpo_update``).
+    gradient of the unsplit batch (``coevo.rl.grpo.grpo_update``).
     ``token_prefixes`` in ``sample``: per prompt, token ids appended after the encoded prompt
     (and ``response_prefix``): the completion continues from them (multi-turn episodes).
     Optional (not every backend has it; check with ``hasattr``):

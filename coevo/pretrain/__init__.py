@@ -25,6 +25,7 @@ import torch
 from coevo.pretrain.sft import adamw, prompt_target, sft_batch, sft_step, warmup_cosine_lr
 from coevo.backends.tiny import TinyConfig, TinyPolicy, n_params, write_tiny_checkpoint
 from coevo.core.policy import SamplingParams
+from coevo.stages.sample_verify import first_answers
 from coevo.worlds.arithmetic import LEVELS, evaluate, generate, format_question
 from coevo.checkpoint import atomic_dir
 
@@ -219,7 +220,7 @@ def level_accuracy(pol: TinyPolicy, level: str, n: int, seed: int = 4242) -> flo
     w, rng = ArithmeticWorld(), random.Random(f"dev-{level}-{seed}")
     exprs = [generate(level, rng) for _ in range(n)]
     outs = pol.sample([f"<solve>{e}=" for e in exprs], 1, SamplingParams(greedy=True, max_new_tokens=64))
-    return sum(w.extract_answer(o[0].text) == str(evaluate(e)) for o, e in zip(outs, exprs)) / n
+    return sum(a == str(evaluate(e)) for a, e in zip(first_answers(w, outs), exprs)) / n
 
 
 def solver_accuracy(pol: TinyPolicy, n_per_level: int = 200, seed: int = 999) -> dict[str, float]:
@@ -232,7 +233,7 @@ def solver_accuracy(pol: TinyPolicy, n_per_level: int = 200, seed: int = 999) ->
     for lv in LEVELS:
         exprs = [generate(lv, rng) for _ in range(n_per_level)]
         outs = pol.sample([f"<solve>{e}=" for e in exprs], 1, SamplingParams(greedy=True, max_new_tokens=64))
-        acc[lv] = sum(w.extract_answer(o[0].text) == str(evaluate(e)) for o, e in zip(outs, exprs)) / n_per_level
+        acc[lv] = sum(a == str(evaluate(e)) for a, e in zip(first_answers(w, outs), exprs)) / n_per_level
     return acc
 
 

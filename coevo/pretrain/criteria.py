@@ -28,6 +28,7 @@ import torch
 from coevo.pretrain.sft import adamw, prompt_target, sft_batch, sft_step, warmup_cosine_lr
 from coevo.backends.tiny import TinyConfig, TinyPolicy
 from coevo.backends.tokenizer import FULL_VOCAB
+from coevo.stages.sample_verify import first_answers
 from coevo.worlds.criteria_gen import ERRORS, Problem, perturbed_solution, random_problem, split_of
 
 CRITERIA_EXPERTS = ("criteria_expert_units", "criteria_expert_arith")
@@ -127,5 +128,5 @@ def criteria_diagnostics(role: str, pol: TinyPolicy, n: int = 200) -> dict:
     tasks = list(world.eval_set())
     outs = pol.sample([world.solver_prompt(t) for t in tasks], 1,
                       SamplingParams(greedy=True, max_new_tokens=world.max_answer_tokens))
-    answers = [world.extract_answer(o[0].text) for o in outs]
+    answers = first_answers(world, outs)
     return {"greedy_axis_accuracy": world.axis_accuracy(tasks, answers)}

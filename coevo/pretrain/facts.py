@@ -27,6 +27,7 @@ from coevo.pretrain.sft import adamw, sft_batch, sft_step, warmup_cosine_lr
 from coevo.backends.tiny import TinyConfig, TinyPolicy
 from coevo.backends.tokenizer import FULL_VOCAB
 from coevo.core.world import ANSWER, Task
+from coevo.stages.sample_verify import answer_of
 
 FACTS_ROLES = ("facts_solver", "facts_proposer")
 FACTS_RECIPES = {
@@ -115,7 +116,7 @@ def solver_accuracy_by_hop(pol: TinyPolicy, world=None, n_per_hop: int | None = 
     outs = rollout(pol, world, [prompt(t) for t in tasks], 1, sp, contexts=tasks, max_turns=world.max_turns)
     by: dict[str, list[int]] = {}
     for t, o in zip(tasks, outs):
-        ok = world.equivalent(world.extract_answer(o[0].text), world.oracle(t))
+        ok = world.equivalent(answer_of(world, o[0]), world.oracle(t))
         by.setdefault(t.meta["difficulty"], []).append(int(ok))
     return {d: round(sum(v) / len(v), 4) for d, v in sorted(by.items())}
 

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 from coevo.backends.base import SamplingParams, full_text
 from coevo.qa.agent import SearchQAWorld
 from coevo.qa.benchmarks import BenchmarkLoad, QAExample
+from coevo.stages.sample_verify import answer_of
 from coevo.worlds.base import Task
 
 METRICS = ("em", "cover_em")
@@ -44,7 +45,7 @@ def example_task(ex: QAExample) -> Task:
 
 def _score(tasks: Sequence[Task], comps: Sequence, world: SearchQAWorld, verifier) -> list[dict]:
     texts = [full_text(c) for c in comps]
-    answers = [world.extract_answer(x) for x in texts]
+    answers = [answer_of(world, c, full=True) for c in comps]
     verdicts = verifier.verify_many([(a, t.reference) for a, t in zip(answers, tasks)])
     rows = []
     for t, c, x, a, v in zip(tasks, comps, texts, answers, verdicts):

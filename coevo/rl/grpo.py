@@ -11,18 +11,18 @@ holds state.  Formulas and the options that choose between published variants:
 - :func:`policy_loss` — PPO/GRPO clipped surrogate per token, optional k3 KL to a
   reference policy, and the four TRL aggregation modes (grpo, dr_grpo, dapo, bnpo).
 - :func:`token_logprobs` — log_softmax(logits) gathered at the targets.
-- :func:`active_tokens`, :func:`micro_batch_args`, :func:`combine_metrics` — how
-  ``coevo.stages.core.grpo_update`` splits a step into micro-batches with the gradient
-  of the unsplit batch.
+- :func:`grpo_update` — one optimizer step of a policy on a batch (the one GRPO update every
+  recipe's ``update_role`` makes), split by :func:`active_tokens`, :func:`micro_batch_args`,
+  :func:`combine_metrics` into micro-batches with the gradient of the unsplit batch.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import torch
 
-from coevo.core.policy import Completion, LossConfig
+from coevo.core.policy import Completion, LossConfig, Policy
 
 SCALES = ("group", "batch", "none")
 AGGREGATIONS = ("grpo", "dr_grpo", "dapo", "bnpo")
@@ -164,7 +164,7 @@ def policy_loss(
     - ``bnpo``: sum / active tokens of this (micro-)batch.
 
     TRL divides grpo/bnpo/dr_grpo by the gradient-accumulation steps in the trainer; here
-    the caller weights micro-batches (``coevo.stages.core.grpo_update``).  Metrics (masked
+    the caller weights micro-batches (:func:`grpo_update`).  Metrics (masked
     token means): ``clip_frac`` (tokens whose gradient is cut by the clip),
     ``clip_frac_low``, ``clip_frac_high``, ``ratio_mean``, ``kl`` (the KL term as it
     enters the loss, bias-corrected when asked; reported whenever ``ref_logprobs`` is
@@ -275,3 +275,48 @@ def combine_metrics(parts: list[tuple[dict[str, float], int, int]], aggregation:
                 w = k_seq / n_seq
             out[key] = out.get(key, 0.0) + w * float(v)
     return out
+
+
+def grpo_update(policy: Policy, comps: Sequence[Completion], advantages: Sequence, loss: LossConfig,
+                micro_batch: int = 512) -> dict:
+    """One optimizer step on a batch, split into micro-batches of at most ``micro_batch``
+    sequences whose gradients add up to the gradient of the unsplit batch.
+
+    ``advantages``: one float per completion or one list per completion (a float per token
+    of ``token_ids``).  Each micro-batch goes to ``policy.forward_backward(part, adv_part,
+    loss, scale=..., num_active_tokens=...)`` with the arguments of
+    ``micro_batch_args``: grpo and dr_grpo scale by the part's share of
+    sequences (dr_grpo's normaliser B x L then is the step's B x fixed L); dapo passes the
+    step's active-token count (generated tokens only, ``token_mask`` respected); bnpo is
+    per micro-batch by definition (as TRL's): each part's own token mean, weighted by its
+    share of sequences.  A batch that fits in one micro-batch is one call with today's
+    arguments (no ``scale`` / ``num_active_tokens``), so results stay bit-identical.
+    Sequences with zero advantage still count in the denominators (as TRL does).
+    """
+    n = len(comps)
+    if n == 0:
+        return {"skipped": 1.0}
+    if len(advantages) != n:
+        raise ValueError(f"{n} completions but {len(advantages)} advantages")
+    if micro_batch < 1:
+        raise ValueError(f"micro_batch must be >= 1, got {micro_batch}")
+    if n <= micro_batch:
+        # 0.0 + v as before (turns -0.0 into 0.0 and ints into floats: ledger rows unchanged)
+        metrics = {k: 0.0 + v for k, v in policy.forward_backward(comps, advantages, loss).items()}
+    else:
+        n_active = [active_tokens(c) for c in comps]
+        total = sum(n_active)
+        parts = []
+        for i in range(0, n, micro_batch):
+            part = comps[i:i + micro_batch]
+            scale, n_tok = micro_batch_args(loss.aggregation, len(part), n, total)
+            m = policy.forward_backward(part, advantages[i:i + micro_batch], loss, scale=scale,
+                                        num_active_tokens=n_tok)
+            parts.append((m, len(part), sum(n_active[i:i + micro_batch])))
+        metrics = combine_metrics(parts, loss.aggregation)
+    metrics.update(policy.optim_step())
+    return metrics
+
+
+def to_groups(values: Sequence[float], group_size: int) -> torch.Tensor:
+    return torch.tensor(list(values), dtype=torch.float32).view(-1, group_size)

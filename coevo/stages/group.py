@@ -14,10 +14,9 @@ import numpy as np
 
 from coevo.core.policy import Completion, LossConfig, Policy, SamplingParams
 from coevo.ledger.rows import reward_row, rollout_row, update_row, verdict_row_of
-from coevo.rl.grpo import group_advantages
+from coevo.rl.grpo import group_advantages, grpo_update, to_groups
 from coevo.stages import sample_verify as sv
-from coevo.stages.core import grpo_update, sampling_error_reason, to_groups
-from coevo.stages.sample_verify import Answers, default_extract, match_grouped  # noqa: F401 (old names)
+from coevo.stages.sample_verify import Answers, default_extract, match_grouped, sampling_error_reason  # noqa: F401 (old names)
 from coevo.timing import stage
 from coevo.core.world import Task, World
 

@@ -9,7 +9,7 @@ what they build from its ``Answers`` (rollout and verdict rows, ``evals`` rows, 
 screen / confirm groups).  The stage writes nothing: the caller builds its rows and commits
 them through its own writer.
 
-Sampling: the world's solver prompts and answer sampling (``coevo.stages.core.solve``), or
+Sampling: the world's solver prompts and answer sampling (``solve``), or
 ``sampler(policy, world, tasks, n, sampling)`` (e.g. multi-turn episodes), with ``sampling``
 as given (its ``stream`` decides which RNG moves); ``chunk`` prompts per call (None: one
 call for all), in task order, so the draws are those of one call per chunk.  Extraction: a
@@ -28,9 +28,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from coevo.core.endpoints import raise_if_all_failed
-from coevo.core.policy import Completion, Policy, SamplingParams
-from coevo.core.world import Task, World
-from coevo.stages.core import solve
+from coevo.core.policy import Completion, Policy, SamplingParams, full_text
+from coevo.core.world import ANSWER, QUESTION, ParseResult, Task, World, role_sampling
 from coevo.timing import stage
 
 Extract = Callable[[Completion], "tuple[str | None, bool]"]
@@ -62,10 +61,62 @@ class Answers:
         return [c for j in (range(len(self.tasks)) if js is None else js) for c in self.outs[j]]
 
 
-def answer_of(world: World, c: Completion) -> str | None:
+@dataclass
+class Proposal:
+    completion: Completion
+    parsed: ParseResult
+    group: int  # index of the prompt (GRPO group) it came from
+
+    @property
+    def task(self) -> Task | None:
+        return self.parsed.task
+
+
+def sampling_error_reason(c: Completion) -> str:
+    """Why a completion has no answer or task: the backend failed to sample it (its error,
+    cut to 300 characters), or the text has none."""
+    if c.finish_reason == "error":
+        return f"sampling-error: {str(c.meta.get('error', ''))[:300]}"
+    return "no-answer"
+
+
+def propose(proposer: Policy, world: World, n_prompts: int, group: int, sampling: SamplingParams,
+            id_prefix: str, seed: int = 0) -> list[Proposal]:
+    """Sample ``group`` proposals for each of ``n_prompts`` proposer prompts and parse them."""
+    prompts = world.proposer_prompts(n_prompts, seed)
+    with stage("sample"):
+        outs = proposer.sample(prompts, group, role_sampling(world, QUESTION, sampling))
+    props = []
+    for g, comps in enumerate(outs):
+        for k, c in enumerate(comps):
+            if c.finish_reason == "error":  # the backend failed to sample it (reason in meta)
+                parsed = ParseResult(None, sampling_error_reason(c))
+            else:
+                parsed = world.parse_task(full_text(c), f"{id_prefix}-{g}-{k}")
+            props.append(Proposal(c, parsed, g))
+    return props
+
+
+def solve(solver: Policy, world: World, tasks: Sequence[Task], n: int,
+          sampling: SamplingParams) -> list[list[Completion]]:
+    if not tasks:
+        return []
+    with stage("sample"):
+        return solver.sample([world.solver_prompt(t) for t in tasks], n, role_sampling(world, ANSWER, sampling))
+
+
+def answer_of(world: World, c: Completion, full: bool = False) -> str | None:
     """The answer in a completion: None when the backend failed to sample it, else the world's
-    ``extract_answer`` of its text."""
-    return None if c.finish_reason == "error" else world.extract_answer(c.text)
+    ``extract_answer`` of its text (``full``: of prefill + text + stop, ``full_text``).  Every
+    extraction of an answer from a completion in coevo goes through here."""
+    if c.finish_reason == "error":
+        return None
+    return world.extract_answer(full_text(c) if full else c.text)
+
+
+def first_answers(world: World, outs: Sequence[Sequence[Completion]]) -> list[str | None]:
+    """``answer_of`` the first completion of each prompt (greedy evaluations: one sample each)."""
+    return [answer_of(world, comps[0]) for comps in outs]
 
 
 def default_extract(world: World) -> Extract:

@@ -34,7 +34,7 @@ from coevo.core.world import QUESTION, ParseResult, role_sampling
 from coevo.ledger.rows import dumps, task_row, verdict_row_of
 from coevo.ledger.store import StepWriter
 from coevo.recipes.drzero import steps
-from coevo.stages.core import sampling_error_reason
+from coevo.stages.sample_verify import sampling_error_reason
 from coevo.stages.group import draw_group
 from coevo.stages.rollout import rollout
 

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from coevo.rl.grpo import bucket_advantages
-from coevo.stages.core import majority_vote
+from coevo.verify.vote import majority_vote
 
 __all__ = ["CROSSFIT_OUTSIDE", "crossfit_reward", "DRZERO_VARIANTS", "drzero_difficulty", "drzero_format_score",
            "drzero_tool_score", "drzero_answer_score", "drzero_integrity", "drzero_proposer_reward", "hrpo_advantages",
@@ -170,7 +170,7 @@ def _empty(a: Any) -> bool:
 def msv_side_answer(answers: Sequence[Optional[str]], equivalent: Callable[[str, str], bool],
                     min_support: int = 1) -> tuple[Optional[str], int]:
     """One side's answer y^side of MSV: the largest class of equivalent answers among the non-empty
-    ones (ties: the first seen; ``coevo.stages.core.majority_vote``), with its support; ∅ (None, 0)
+    ones (ties: the first seen; ``coevo.verify.vote.majority_vote``), with its support; ∅ (None, 0)
     when no answer is non-empty or the class has fewer than ``min_support`` answers.
 
     False Frontiers (MSV) writes y^src ≠ ∅ without defining a side's answer over its 3 samples; we take

@@ -18,7 +18,7 @@ from coevo.ledger.store import StepWriter
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan
 from coevo.rewards import challenger_reward, keep_for_solver, keep_in_band, uncertainty_reward
 from coevo.rewards.repetition import repetition_penalty
-from coevo.stages.core import propose, sampling_error_reason
+from coevo.stages.sample_verify import propose, sampling_error_reason
 from coevo.stages.group import draw_group, update_role
 from coevo.core.world import Task
 

@@ -39,7 +39,8 @@ from coevo.recipes.vgopd.casa.selfcheck import CasaSelfCheckError, self_check_gr
 from coevo.recipes.vgopd.steps import (criteria_scorer, expert_values, finite_or_none, oracle_checks,
                                        rechecks_for, score_items, step_metrics, token_advantages, verdict_rows)
 from coevo.rl.grpo import group_advantages
-from coevo.stages.core import solve, to_groups
+from coevo.rl.grpo import to_groups
+from coevo.stages.sample_verify import answer_of, solve
 from coevo.stages.group import draw_group, update_role
 
 
@@ -94,7 +95,7 @@ class VgopdRecipe(RecipeBase):
             cache = self.expert_answers[role]
             todo = list({t.task_id: t for t in tasks if t.task_id not in cache}.values())
             for t, comps in zip(todo, solve(pol, self.world, todo, 1, sp)):
-                cache[t.task_id] = self.world.extract_answer(comps[0].text)
+                cache[t.task_id] = answer_of(self.world, comps[0])
                 rows.append(rollout_row(self.run_id, spec.round, spec.step, f"{t.task_id}-{role}-greedy", t.task_id,
                                         role, "expert-greedy", 0, comps[0], cache[t.task_id]))
         w.add("rollouts", rows)

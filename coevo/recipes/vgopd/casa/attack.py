@@ -128,12 +128,13 @@ class TinyAttacker:
     def answers(self, requests: Sequence[dict]) -> List[Optional[str]]:
         from coevo.core.policy import SamplingParams
         from coevo.criteria.verifier import locate
+        from coevo.stages.sample_verify import first_answers
 
         tasks = {r["question"]: r["task"] for r in requests}
         questions = sorted(tasks)
         sp = SamplingParams(greedy=True, max_new_tokens=self.world.max_answer_tokens, stream="audit")
         outs = self.policy.sample([self.world.solver_prompt(tasks[q]) for q in questions], 1, sp)
-        own = {q: self.world.extract_answer(o[0].text) for q, o in zip(questions, outs)}
+        own = dict(zip(questions, first_answers(self.world, outs)))
         res: List[Optional[str]] = []
         for r in requests:
             ans = own[r["question"]]
