@@ -111,17 +111,23 @@ def docs_commands() -> list[list[str]]:
     return [shlex.split(ln) for ln in lines if ln and not ln.startswith("bash ")]
 
 
-def run_eval(cmd: list[str], swap: dict, stub: StubServer) -> dict:
-    """Run the documented eval line (``KEY=VALUE`` prefixes are its environment) against ``stub``."""
+def run_docs_eval(cmd: list[str], swap: dict, url: str) -> None:
+    """Run the documented eval line (``KEY=VALUE`` prefixes are its environment) against the server at ``url``."""
+    cmd = list(cmd)
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO))
     while "=" in cmd[0] and not cmd[0].startswith("-"):
         k, v = cmd.pop(0).split("=", 1)
         env[k] = swap.get(v, v)
     cmd = [swap.get(x, x) for x in cmd]
-    cmd[cmd.index("--client.base-url") + 1] = stub.url
+    cmd[cmd.index("--client.base-url") + 1] = url
     p = subprocess.run([str(REPO / cmd[0])] + cmd[1:], cwd=REPO, env=env, capture_output=True, text=True,
                        timeout=600)
     assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-3000:])
+
+
+def run_eval(cmd: list[str], swap: dict, stub: StubServer) -> dict:
+    """The documented eval against ``stub``: task id -> (reward, coevo_abstained, episode ok)."""
+    run_docs_eval(cmd, swap, stub.url)
     out = {}
     for f in glob.glob(os.path.join(swap["runs/vf-eval"], "**", "traces.jsonl"), recursive=True):
         for line in Path(f).read_text().splitlines():
@@ -192,3 +198,19 @@ def test_facts_world_single_turn_with_passages(tmp_path):
     assert any(_text(q["messages"][-1]["content"]) == "<information>e05r1 x e30;e05r1 z e30</information>"
                "<solve>e05r1 x" for q in stub.requests), first
     assert got == {"369122341161c7ca": (1.0, 0.0, True), "9a0a5f43eb5fe4f9": (0.0, 0.0, True)}
+
+
+def test_dead_server_is_an_error_not_an_abstention(tmp_path):
+    """A model server that does not answer: verifiers' rollout error (ProviderError), no reward, no ledger row."""
+    eval_cmd = docs_commands()[0]
+    eval_cmd[eval_cmd.index("-n") + 1] = "1"
+    swap = {"runs/vf-ledger": str(tmp_path / "led"), "runs/vf-eval": str(tmp_path / "eval")}
+    stub = StubServer({})
+    stub.close()  # its port now refuses connections
+    run_docs_eval(eval_cmd, swap, stub.url)
+    [f] = glob.glob(os.path.join(str(tmp_path / "eval"), "**", "traces.jsonl"), recursive=True)
+    [ep] = [json.loads(line) for line in Path(f).read_text().splitlines()]
+    tr = ep["traces"][0]
+    assert ep["ok"] is False and tr["rewards"] == {} and tr["metrics"] == {}
+    assert [e["type"] for e in tr["errors"]] == ["ProviderError"]
+    assert not (tmp_path / "led").exists()
