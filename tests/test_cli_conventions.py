@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import REPO, run_coevo  # noqa: E402
+from conftest import REPO, need_module, run_coevo  # noqa: E402
 
 FIX = REPO / "tests" / "fixtures"
 SHIPPED_BANK = REPO / "coevo" / "data" / "criteria" / "bank.jsonl"
@@ -112,8 +112,8 @@ def test_eval_and_certify_json_with_the_tiny_solver(tmp_path):
 
 
 def test_eval_qa_json(tmp_path):
-    pytest.importorskip("transformers")
-    pytest.importorskip("peft")
+    need_module("transformers")
+    need_module("peft")
     res = one_json(run_coevo("eval-qa", "--benchmark", "nq", "--limit", "1", "--model", "tiny-llama",
                              "--max-new-tokens", "4", "--max-turns", "1", "--json", check=False))
     assert res["model"] == "tiny-llama"

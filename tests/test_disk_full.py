@@ -2,7 +2,7 @@
 the path and the free space named; `--resume` after freeing space ends as an uninterrupted run.
 
 Needs a tmpfs mount (root or CAP_SYS_ADMIN). Without one the tests skip with the reason, or fail
-when COEVO_REQUIRE_MOUNT=1 (CI runs as root).
+when COEVO_REQUIRE_MOUNT=1 or COEVO_REQUIRE_ALL=1 (CI runs as root).
 """
 import errno
 import os
@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import REPO, coevo_cmd, run_coevo, tiny_run_args
+from conftest import REPO, coevo_cmd, run_coevo, skip_or_fail, tiny_run_args
 from fingerprint import fingerprint, summary_numbers
 
 TABLES = ("steps", "tasks", "rollouts", "verdicts", "rewards", "updates", "evals", "task_stats")
@@ -32,9 +32,7 @@ def tmpfs(tmp_path):
         p, said = None, "no mount command"
     if p is None or p.returncode != 0:
         why = f"cannot mount a tmpfs (needs root or CAP_SYS_ADMIN): {said}"
-        if os.environ.get("COEVO_REQUIRE_MOUNT") == "1":
-            pytest.fail(f"COEVO_REQUIRE_MOUNT=1 but {why}")
-        pytest.skip(why)
+        skip_or_fail(why, "COEVO_REQUIRE_MOUNT")
     try:
         yield d
     finally:

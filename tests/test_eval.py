@@ -3,6 +3,8 @@ import json
 
 import pytest
 
+from conftest import need_module
+
 from coevo.core.policy import Completion
 from coevo.evaluate import EvalError, evaluate_jsonl
 from coevo.worlds.math import SAMPLE_EVAL, MathWorld, load_jsonl_tasks
@@ -105,8 +107,8 @@ def test_errors(tmp_path, world):
 
 
 def test_cli_eval_on_shipped_sample():
-    pytest.importorskip("transformers")
-    pytest.importorskip("peft")
+    need_module("transformers")
+    need_module("peft")
     from typer.testing import CliRunner
 
     from coevo.cli import app

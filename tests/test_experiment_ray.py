@@ -17,7 +17,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from coevo.executors.cluster import RAY_ENV  # noqa: E402
 
 os.environ.update({**RAY_ENV, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)})
-pytest.importorskip("ray")
+from conftest import need_module  # noqa: E402
+
+need_module("ray")
 
 from test_experiment_engine import REPO, SPEC, comparable, experiment  # noqa: E402
 

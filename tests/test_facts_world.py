@@ -226,8 +226,11 @@ def test_multiturn_rollout_masks_information_tokens():
     tasks = [t for t in WORLD.eval_set() if t.meta["hops"] == 2][:4]
     outs = solve_multiturn(pol, WORLD, tasks, 2, SamplingParams(temperature=1.0, max_new_tokens=24),
                            max_turns=WORLD.max_turns)
+    assert len(tasks) == 4 and [len(g) for g in outs] == [2] * 4  # 8 completions: the loop below cannot be empty
     for c in (c for g in outs for c in g):
         assert c.meta["tool_calls"] >= 1 and c.text.startswith("<search>")
+        kinds = [s.kind for s in c.segments]
+        assert "env" in kinds and kinds.count("env") < len(kinds)  # an observation and the policy's own tokens
         pos = 0
         for s in c.segments:
             m = c.token_mask[pos:pos + s.n_tokens]
@@ -237,6 +240,7 @@ def test_multiturn_rollout_masks_information_tokens():
             else:
                 assert m == [1] * s.n_tokens
             pos += s.n_tokens
+        assert pos == len(c.token_mask) == len(c.logprobs) > 0  # the segments cover every token
 
 
 def test_pinned_solver_accuracy_per_hop():

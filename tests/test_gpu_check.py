@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("transformers")
-pytest.importorskip("peft")
+from conftest import need_module
+
+need_module("transformers")
+need_module("peft")
 
 ROOT = Path(__file__).resolve().parent.parent
 

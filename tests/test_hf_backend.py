@@ -3,9 +3,11 @@ import math
 
 import pytest
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
-pytest.importorskip("peft")
+from conftest import need_module
+
+torch = need_module("torch")
+need_module("transformers")
+need_module("peft")
 
 from conftest import require_smollm2  # noqa: E402
 

@@ -6,6 +6,7 @@ import random
 import pytest
 import torch
 
+from conftest import need_module
 from coevo.core.policy import LossConfig, SamplingParams, full_text
 from coevo.backends.tiny import TinyConfig, TinyPolicy
 from coevo.stages.rollout import rollout, solve_multiturn
@@ -239,8 +240,8 @@ def test_tiny_from_checkpoint_reseeds_both_streams(tmp_path):
 # ---------------------------------------------------------------------------- HF backend
 @pytest.fixture(scope="module")
 def hf_solver():
-    pytest.importorskip("transformers")
-    pytest.importorskip("peft")
+    need_module("transformers")
+    need_module("peft")
     from coevo.backends.roles import make_role_policies
 
     so = make_role_policies({"model": "tiny-llama", "mode": "lora", "lr": 5e-2, "lora": {"r": 4, "alpha": 8},

@@ -4,9 +4,11 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("transformers")
-pytest.importorskip("peft")
-httpx = pytest.importorskip("httpx")
+from conftest import need_module
+
+need_module("transformers")
+need_module("peft")
+httpx = need_module("httpx")
 
 from coevo.core.policy import LossConfig, Policy, SamplingParams, sampler_info  # noqa: E402
 from coevo.backends.openai_server import OpenAIPolicy, ServerError  # noqa: E402

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("transformers")
-pytest.importorskip("peft")
-pytest.importorskip("httpx")
+from conftest import need_module
+
+need_module("transformers")
+need_module("peft")
+need_module("httpx")
 
 from coevo.backends.roles import load_base  # noqa: E402
 from coevo.config import load_config  # noqa: E402

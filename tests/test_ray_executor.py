@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import REPO, coevo_cmd, kill_after_step, run_coevo  # noqa: E402
+from conftest import REPO, coevo_cmd, kill_after_step, need_module, run_coevo  # noqa: E402
 from fingerprint import fingerprint, summary_numbers  # noqa: E402
 
 from coevo.executors.cluster import RAY_ENV  # noqa: E402
@@ -20,7 +20,7 @@ from coevo.executors.cluster import RAY_ENV  # noqa: E402
 # before Ray is imported (it reads these once): a token of this session's own, so the Ray
 # instance of the fast tests requires it and writes none to ~/.ray
 os.environ.update({**RAY_ENV, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)})
-ray = pytest.importorskip("ray")
+ray = need_module("ray")
 
 from coevo.verify.probes import crash_item, echo_item, sleep_item  # noqa: E402
 

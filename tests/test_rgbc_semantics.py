@@ -81,7 +81,10 @@ def test_full_arm_rewards_mixed_and_post(tmp_path):
                          "task_stats s JOIN rewards r ON r.item_id = s.task_id AND r.role = 'synthesizer' "
                          "WHERE s.kappa IS NOT NULL")
         assert any(r["kappa"] == 0 for r in rows) and any(r["kappa"] == 1 for r in rows)
-        for r in (r for r in rows if not r["in_doubt"]):
+        checked = [r for r in rows if not r["in_doubt"]]
+        # rows of both kappas are checked below (an empty or one-sided selection is a failure, not a pass)
+        assert {r["kappa"] for r in checked} == {0, 1}, (name, len(rows), len(checked))
+        for r in checked:
             c = json.loads(r["components_json"])
             g = quality_gate(c["quality"]) * quality_gate(c["reliability"])
             mu = r["mu_post"] if name == "post" else (r["mu_screen"] + r["mu_post"]) / 2

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("transformers")
-pytest.importorskip("peft")
-pytest.importorskip("httpx")
+from conftest import need_module
+
+need_module("transformers")
+need_module("peft")
+need_module("httpx")
 
 from conftest import run_coevo  # noqa: E402
 

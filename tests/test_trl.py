@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from conftest import skip_or_fail
+
 REPO = Path(__file__).resolve().parents[1]
 TRL_PY = REPO / ".venv-trl" / "bin" / "python"
 pytestmark = pytest.mark.trl
 
-if not TRL_PY.exists():
-    if os.environ.get("COEVO_REQUIRE_TRL") == "1":
-        raise RuntimeError(f"{TRL_PY} is missing: bash .ci/trl.sh --build")
-    pytest.skip("no .venv-trl (bash .ci/trl.sh --build)", allow_module_level=True)
+if not TRL_PY.exists():  # a failure under COEVO_REQUIRE_TRL=1, or COEVO_REQUIRE_ALL=1 with -m trl (conftest)
+    skip_or_fail(f"no .venv-trl: {TRL_PY} is missing (bash .ci/trl.sh --build)", "COEVO_REQUIRE_TRL", marker="trl")
 
 
 def docs_commands() -> list[list[str]]:

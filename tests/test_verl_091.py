@@ -8,15 +8,15 @@ then ``coevo import parts``, ``RayPPOTrainer._log_rollout_data`` and the v1 ``PP
 Skipped without verl; ``COEVO_REQUIRE_VERL=1`` (set by .ci/verl.sh) turns the skip into a failure."""
 import inspect
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-if os.environ.get("COEVO_REQUIRE_VERL") == "1":
-    import verl  # noqa: F401 - fails the run where verl is required
-verl = pytest.importorskip("verl", reason="verl 0.9.1 is not installed (bash .ci/verl.sh builds .venv-verl)")
+from conftest import need_module
+
+# a failure under COEVO_REQUIRE_VERL=1, or COEVO_REQUIRE_ALL=1 with -m verl (conftest.need_module)
+verl = need_module("verl", "verl 0.9.1 in .venv-verl: bash .ci/verl.sh --build", "COEVO_REQUIRE_VERL", marker="verl")
 pytestmark = pytest.mark.verl
 
 import torch  # noqa: E402
@@ -282,7 +282,8 @@ def test_rzero_fixtures_regenerate_byte_for_byte(tmp_path):
     spec = importlib.util.spec_from_file_location("make_rzero_fixtures", fix / "make_fixtures.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    if mod.rzero_repo() is None:  # CI has no GitHub: the committed fixtures stand; regenerate where R-Zero is
+    # not a dependency CI installs (CI has no GitHub): a plain skip, also under COEVO_REQUIRE_ALL
+    if mod.rzero_repo() is None:  # the committed fixtures stand; regenerate where R-Zero is
         pytest.skip("no R-Zero checkout (COEVO_RZERO_REPO); the fixtures were regenerated where one was")
     written = mod.make(tmp_path)
     assert len(written) == 5
