@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from coevo.ledger.store import Ledger
-from coevo.recipes.vgopd.casa import views as casa_views
+from coevo.recipes.vgopd import tables as vg_tables
 from coevo.recipes.vgopd.casa.config import CasaConfig
 from coevo.recipes.vgopd.casa.probes import ProbePrompt, probe_answers, probe_summary, run_probes
 from coevo.recipes.vgopd.casa.rows import rollout_rows
@@ -80,7 +80,7 @@ def arms(tmp_path_factory):
 def _cols(run_dir, arm):
     led = Ledger(run_dir / "ledger.duckdb", read_only=True)
     try:
-        return casa_views.criterion_score_columns(led, f"casa-{arm}"), casa_views.gate_columns(led, f"casa-{arm}")
+        return vg_tables.criterion_score_columns(led, f"casa-{arm}"), vg_tables.gate_columns(led, f"casa-{arm}")
     finally:
         led.close()
 
@@ -130,7 +130,7 @@ def test_probes_rows_and_summary(arms):
     assert rows[1]["probe_id"] == "t0:ref_of:t1:c1"
     led = Ledger(arms["A"] / "ledger.duckdb", read_only=True)
     try:
-        pr = casa_views.probe_rates(led, "casa-A")
+        pr = vg_tables.probe_rates(led, "casa-A")
     finally:
         led.close()
     assert {r["kind"] for r in pr} == {"own_reference", "mismatched_reference", "vacuous"}

@@ -53,7 +53,7 @@ def die_with_parent() -> None:
 def warm_up() -> None:
     """Import what every run imports: torch, numpy, duckdb, the runner and each built-in recipe's modules.
     Starts no thread (torch's pools start on first use, in the child)."""
-    import duckdb  # noqa: F401
+    import coevo.ledger.store  # noqa: F401 (duckdb, first as before)
     import numpy  # noqa: F401
     import torch  # noqa: F401
 

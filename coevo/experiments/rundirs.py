@@ -170,21 +170,17 @@ def steps_done(run_dir: Path) -> int:
 def stage_seconds(run_dir: Path) -> dict:
     """Per-stage seconds summed over the run's steps (ledger ``steps.stage_seconds_json``),
     with ``model_compute`` (overlapping) and ``total``; {} when the ledger cannot be read."""
-    try:
-        import duckdb
+    from coevo.ledger import views
+    from coevo.ledger.store import Ledger
 
-        con = duckdb.connect(str(Path(run_dir) / "ledger.duckdb"), read_only=True)
+    try:
+        led = Ledger(Path(run_dir) / "ledger.duckdb", read_only=True)
         try:
-            rows = con.execute("SELECT stage_seconds_json FROM steps").fetchall()
+            return views.stage_seconds_totals(led)
         finally:
-            con.close()
+            led.close()
     except Exception:  # noqa: BLE001 - timings are informative only; never fail the experiment
         return {}
-    tot: dict = {}
-    for (js,) in rows:
-        for k, v in (json.loads(js) if js else {}).items():
-            tot[k] = tot.get(k, 0.0) + float(v)
-    return tot
 
 
 def clean_summary(summary: dict) -> dict:

@@ -48,10 +48,11 @@ def section(led, run_id: str, run_dir: Path) -> str:
             for b in bad[:200]]
     table = table_html(rows, ["file", "line", "reason"]) if rows else ""
     more = f"<p class=note>{len(bad) - 200} more in import.json</p>" if len(bad) > 200 else ""
-    steps = led.query("SELECT step, phase, metrics_json FROM steps WHERE run_id = ? ORDER BY step", [run_id])
+    from coevo.ledger import views
+
     srows = []
-    for s in steps:
-        m = json.loads(s["metrics_json"] or "{}")
+    for s in views.step_metrics(led, run_id):
+        m = s["metrics"]
         srows.append([s["step"], s["phase"]] +
                      [f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in sorted(m.items())][:6])
     width = max((len(r) for r in srows), default=2)

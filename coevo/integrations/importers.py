@@ -124,7 +124,7 @@ def import_parts(src: Path, out: Path) -> dict:
             continue
         try:
             for table in ("tasks", "rollouts", "verdicts", "rewards", "task_stats"):
-                for r in led.query(f"SELECT * FROM {table}"):
+                for r in led.rows(table):
                     if table == "tasks":  # the per-sample reward writes its task once per sample
                         if (r["task_id"], r["step"]) in seen_tasks:
                             continue

@@ -76,12 +76,12 @@ class PartWriter:
         self.n_queued, self.n_written, self.last = 0, 0, time.monotonic()
         self.closed = False
         self.led = Ledger(self.path)
-        if not self.led.query("SELECT run_id FROM runs"):
-            self.led.append("runs", [{"run_id": self.part, "created_at": time.time(),
-                                      "recipe": f"{self.framework}-adapter", "world": self.framework, "seed": None,
-                                      "config_yaml": f"framework: {self.framework}\nframework_version: "
-                                                     f"'{self.framework_version}'\n",
-                                      "coevo_version": coevo_version()}])
+        if not self.led.count("runs"):
+            self.led.commit({"runs": [{"run_id": self.part, "created_at": time.time(),
+                                       "recipe": f"{self.framework}-adapter", "world": self.framework, "seed": None,
+                                       "config_yaml": f"framework: {self.framework}\nframework_version: "
+                                                      f"'{self.framework_version}'\n",
+                                       "coevo_version": coevo_version()}]}, checkpoint=False)
         self.wake = threading.Event()
         self.thread: Optional[threading.Thread] = None
         if self.buffered:
@@ -144,9 +144,9 @@ class PartWriter:
                     for table, rs in rows.items():
                         merged.setdefault(table, []).extend(rs)
                 try:
-                    with self.led.transaction(checkpoint=False):  # under the ledger's write guard (ledger/live.py)
-                        for table, rs in merged.items():
-                            self.led.append(table, rs)
+                    # the ledger's step transaction (no step marker: a reward call is no step of coevo's loop),
+                    # under its write guard (ledger/live.py)
+                    self.led.commit(merged, checkpoint=False)
                 except BaseException:  # not committed: back to the front of the queue
                     self.queue.extendleft(reversed(batch))
                     self.n_queued += n

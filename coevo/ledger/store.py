@@ -12,7 +12,7 @@ import sys
 import time
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import duckdb
 import pyarrow as pa
@@ -104,22 +104,35 @@ class Ledger:
             if checkpoint:
                 self.con.execute("CHECKPOINT")
 
+    def commit(self, rows: dict[str, list[dict[str, Any]]], marker: Callable[[], dict] | None = None,
+               checkpoint: bool = True) -> int:
+        """The step transaction: every table's ``rows`` and, given ``marker``, the ``steps`` row it builds
+        once they are appended (its timings include them) commit together or not at all (``transaction``).
+        Every write goes through it: the loop's steps (:meth:`step`) and the integrations' ledger parts
+        (``coevo.integrations.ledger_writer``: no marker, no ``checkpoint``).  Returns the rows appended."""
+        with self.transaction(checkpoint):
+            with timing.stage("ledger"):  # the step's rows (the marker, COMMIT and CHECKPOINT come after)
+                n = sum(self.append(table, rs) for table, rs in rows.items())
+            if marker is not None:
+                self.append("steps", [marker()])
+        return n
+
     @contextmanager
     def step(self, run_id: str, step: int, round_: int, phase: str, phase_step: int) -> Iterator["StepWriter"]:
         """All rows of one step, committed atomically with the step marker."""
         writer = StepWriter(self.tables)
         t0 = time.time()
         yield writer
-        with self.transaction():
-            with timing.stage("ledger"):  # the step's rows (the marker, COMMIT and CHECKPOINT come after)
-                for table, rows in writer.rows.items():
-                    self.append(table, rows)
+
+        def marker() -> dict:
             times = timing.current()  # per-stage seconds when the runner times this step
-            self.append("steps", [{"run_id": run_id, "step": step, "round": round_, "phase": phase,
-                                   "phase_step": phase_step, "completed_at": time.time(), "seconds": time.time() - t0,
-                                   "versions_json": json.dumps(writer.versions, sort_keys=True),
-                                   "metrics_json": json.dumps(writer.metrics, default=float),
-                                   "stage_seconds_json": json.dumps(times.as_dict()) if times else None}])
+            return {"run_id": run_id, "step": step, "round": round_, "phase": phase, "phase_step": phase_step,
+                    "completed_at": time.time(), "seconds": time.time() - t0,
+                    "versions_json": json.dumps(writer.versions, sort_keys=True),
+                    "metrics_json": json.dumps(writer.metrics, default=float),
+                    "stage_seconds_json": json.dumps(times.as_dict()) if times else None}
+
+        self.commit(writer.rows, marker)
 
     # ------------------------------------------------------------------ reads
     def has_table(self, table: str) -> bool:
@@ -146,6 +159,19 @@ class Ledger:
         names = [d[0] for d in cur.description]
         rows = cur.fetchall()
         return {n: [r[i] for r in rows] for i, n in enumerate(names)}
+
+    def rows(self, table: str, run_id: str | None = None) -> list[dict]:
+        """Every row of ``table`` (of one run, given ``run_id``), in the file's order."""
+        if table not in self.tables:
+            raise LedgerError(f"unknown table {table}")
+        if run_id is None:
+            return self.query(f"SELECT * FROM {table}")
+        return self.query(f"SELECT * FROM {table} WHERE run_id = ?", [run_id])
+
+    def column_names(self, table: str) -> set[str]:
+        """The columns ``table`` has in the file (a ledger written by an older coevo may lack new ones)."""
+        return {r[0] for r in self.con.execute("SELECT column_name FROM information_schema.columns "
+                                               "WHERE table_name = ?", [table]).fetchall()}
 
     def count(self, table: str, run_id: str | None = None) -> int:
         if table not in self.tables:

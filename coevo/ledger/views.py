@@ -53,6 +53,36 @@ def step_metrics(led: Ledger, run_id: str) -> list[dict]:
     return rows
 
 
+def run_seconds(led: Ledger, run_id: str) -> float:
+    """The seconds of every committed step of the run, summed (0 without steps)."""
+    return float(led.query("SELECT coalesce(sum(seconds), 0) AS s FROM steps WHERE run_id = ?", [run_id])[0]["s"])
+
+
+def stage_seconds_totals(led: Ledger) -> dict[str, float]:
+    """Per-stage seconds summed over every step in the file (``steps.stage_seconds_json``; steps without
+    timings add nothing)."""
+    tot: dict[str, float] = {}
+    for r in led.query("SELECT stage_seconds_json FROM steps"):
+        for k, v in json.loads(r["stage_seconds_json"] or "{}").items():
+            tot[k] = tot.get(k, 0.0) + float(v)
+    return tot
+
+
+def rollout_answers(led: Ledger, run_id: str, purpose: str, role: str | None = None) -> list[dict]:
+    """rollout_id, task_id, answer and step of the run's rollouts of one purpose (and role), in the file's order."""
+    if role is None:
+        return led.query("SELECT rollout_id, task_id, answer, step FROM rollouts WHERE run_id = ? AND purpose = ?",
+                         [run_id, purpose])
+    return led.query("SELECT rollout_id, task_id, answer, step FROM rollouts WHERE run_id = ? AND purpose = ? "
+                     "AND role = ?", [run_id, purpose, role])
+
+
+def target_verdicts(led: Ledger, run_id: str, target: str) -> list[dict]:
+    """rollout_id, task_id, criterion_id, value and reason of the run's verdicts on one target, in the file's order."""
+    return led.query("SELECT rollout_id, task_id, criterion_id, value, reason FROM verdicts WHERE run_id = ? "
+                     "AND target = ?", [run_id, target])
+
+
 def run_info(led: Ledger) -> dict:
     rows = led.query("SELECT * FROM runs")
     if not rows:

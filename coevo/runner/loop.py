@@ -67,7 +67,7 @@ def next_step(run_dir: Path) -> int | None:
     except Exception:  # noqa: BLE001 - LedgerError, or a file cut short at creation
         return None
     try:
-        return int(led.query("SELECT coalesce(max(step), -1) AS s FROM steps")[0]["s"]) + 1
+        return led.last_committed() + 1
     except Exception:  # noqa: BLE001 - a ledger created but never given its tables
         return 0
     finally:

@@ -28,13 +28,13 @@ from pathlib import Path
 
 from coevo.knobs import RESUME_RECORD as RECORD
 from coevo.knobs import KnobError, prepare_resume
+from coevo.ledger import views
 from coevo.runner.loop import RunError, stamped
 
 
 def check_plan(loop) -> int:
     """Every committed step must be the step of the (new) plan at its place; returns the last committed step."""
-    done = loop.led.query("SELECT step, round, phase, phase_step FROM steps WHERE run_id = ? ORDER BY step",
-                          [loop.run_id])
+    done = views.step_metrics(loop.led, loop.run_id)
     plan = {s.step: s for s in loop.plan}
     for row in done:
         s = plan.get(row["step"])

@@ -72,7 +72,7 @@ def build_summary(led: Ledger, run_id: str, cfg: RunConfig) -> dict:
     rounds = [round_summary(led, run_id, info, steps, r) for r in views.rounds_completed(led, run_id)]
     init = views.eval_accuracy(led, run_id, 0)
     counts = views.eval_counts(led, run_id, 0)
-    wall = led.query("SELECT coalesce(sum(seconds), 0) AS s FROM steps WHERE run_id = ?", [run_id])[0]["s"]
+    wall = views.run_seconds(led, run_id)
     summary = {"rounds": rounds, "initial_solver_eval_accuracy": init, "eval_n_by_difficulty": counts,
                "wall_seconds": float(wall), "recipe": cfg.recipe, "preset": cfg.preset, "seed": cfg.seed,
                "summary_columns": list(columns)}

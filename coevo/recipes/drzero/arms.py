@@ -71,11 +71,11 @@ def held_out_em(s: dict):
 def run_rollouts(run_dir: Path) -> int:
     """Training-side rollouts of a run (every role; the held-out evaluation and the post-hoc audit not counted)."""
     from coevo.ledger.store import open_run_ledger
+    from coevo.recipes.drzero.tables import training_rollouts
 
     led = open_run_ledger(run_dir)
     try:
-        return int(led.query("SELECT count(*) AS n FROM rollouts WHERE purpose <> 'eval' "
-                             "AND purpose NOT LIKE 'audit%'")[0]["n"])
+        return training_rollouts(led)
     finally:
         led.close()
 
@@ -88,6 +88,7 @@ def run_cover_em(run_dir: Path):
     from coevo.config import build_config
     from coevo.ledger.store import open_run_ledger
     from coevo.qa.metrics import cover_em
+    from coevo.recipes.drzero.tables import last_round_greedy_answers
     from coevo.runner import make_world
 
     cfg = build_config(yaml.safe_load((Path(run_dir) / "config.yaml").read_text()))
@@ -95,8 +96,7 @@ def run_cover_em(run_dir: Path):
     truth = {t.task_id: world.oracle(t) for t in world.eval_set()}
     led = open_run_ledger(run_dir)
     try:
-        last_round = led.query("SELECT max(round) AS r FROM evals")[0]["r"]
-        evals = led.query("SELECT task_id, answer FROM evals WHERE round = ? AND mode = 'greedy'", [last_round])
+        evals = last_round_greedy_answers(led)
     finally:
         led.close()
     cov = [cover_em(e["answer"] or "", [truth[e["task_id"]]]) for e in evals if truth.get(e["task_id"])]

@@ -257,10 +257,10 @@ nu's domain by definition.</p>
 def _lag_null_html(led, run_id: str) -> str:
     """l = mu_pre - mu_post next to its zero-learning null l_null = mu_pre - mu_null (``lag_excess``)."""
     from coevo.audit.instruments import estimate_dict, lag_excess
+    from coevo.recipes.rgbc.tables import lag_null_columns
 
     try:
-        c = led.columns("SELECT mu_pre, mu_post, mu_null, lag_null_analytic FROM task_stats WHERE run_id = ? "
-                        "AND mu_post IS NOT NULL AND mu_null IS NOT NULL", [run_id])
+        c = lag_null_columns(led, run_id)
     except Exception:  # noqa: BLE001 -- a ledger written before the null columns existed
         return ""
     if not c["mu_pre"]:

@@ -11,25 +11,22 @@ from collections import defaultdict
 from coevo.audit.instruments import pseudo_label_accuracy
 from coevo.ledger import views
 from coevo.ledger.store import Ledger
+from coevo.recipes.rzero import tables
 
 def round_columns(led: Ledger, run_id: str, r: int) -> dict:
     pl = pseudo_label_accuracy(views.kept_label_rows(led, run_id, r)["label_verdict"])
-    kept = led.query("SELECT sum(CASE WHEN kept THEN 1 ELSE 0 END) AS k, count(*) AS n FROM tasks "
-                     "WHERE run_id = ? AND round = ? AND source = 'candidate' AND parse_ok", [run_id, r])[0]
-    ch = led.query("SELECT avg(w.reward) AS r FROM rewards w JOIN steps s ON w.run_id = s.run_id AND w.step = s.step "
-                   "WHERE w.run_id = ? AND s.round = ? AND w.role = 'challenger'", [run_id, r])[0]
-    ff = led.query("SELECT avg(CASE WHEN parse_ok THEN 0.0 ELSE 1.0 END) AS f FROM tasks "
-                   "WHERE run_id = ? AND round = ? AND source = 'challenger'", [run_id, r])[0]
+    kept = tables.kept_counts(led, run_id, r)
+    ch = tables.challenger_reward_mean(led, run_id, r)
+    ff = tables.format_failure_rate(led, run_id, r)
     return {"pseudo_label_accuracy": None if pl.n == 0 else pl.value,
             "kept_fraction": None if not kept["n"] else float(kept["k"] or 0) / float(kept["n"]),
-            "challenger_reward_mean": None if ch["r"] is None else float(ch["r"]),
-            "format_failure_rate": None if ff["f"] is None else float(ff["f"]),
+            "challenger_reward_mean": None if ch is None else float(ch),
+            "format_failure_rate": None if ff is None else float(ff),
             "n_pseudo_labels": int(pl.n)}
 
 
 def challenger_difficulty_mix(led: Ledger, run_id: str) -> dict[int, dict[str, float]]:
-    rows = led.query("SELECT round, coalesce(difficulty, 'malformed') AS d, count(*) AS n FROM tasks "
-                     "WHERE run_id = ? AND source IN ('challenger', 'candidate') GROUP BY round, d", [run_id])
+    rows = tables.difficulty_counts(led, run_id)
     tot: dict[int, int] = defaultdict(int)
     for r in rows:
         tot[r["round"]] += r["n"]
@@ -40,8 +37,7 @@ def challenger_difficulty_mix(led: Ledger, run_id: str) -> dict[int, dict[str, f
 
 
 def p_hat_values(led: Ledger, run_id: str, source: str = "candidate") -> dict[int, list[float]]:
-    rows = led.query("SELECT round, p_hat FROM tasks WHERE run_id = ? AND source = ? AND p_hat IS NOT NULL",
-                     [run_id, source])
+    rows = tables.p_hat_rows(led, run_id, source)
     out: dict[int, list[float]] = defaultdict(list)
     for r in rows:
         out[int(r["round"])].append(float(r["p_hat"]))

@@ -2,10 +2,11 @@
 CASA's arms A / B / C, on the criteria world.
 
 The folder: ``recipe.py`` (the steps), ``steps.py`` (its helpers), ``config.py`` (section
-``vgopd``), ``casa/`` (CASA: scoring, gating, self-check, probes, rows, views, stress test and the
-``casa`` section), ``tables.py`` (the ledger tables it adds), ``summary.py`` (round-table columns),
-``instruments.py`` (pure CASA instruments), ``predictions.py`` (CASA-P1..P4 in
-``coevo audit --predictions``), ``report.py`` (report section), ``presets/`` (``vgopd``).
+``vgopd``), ``casa/`` (CASA: scoring, gating, self-check, probes, rows, stress test and the
+``casa`` section), ``tables.py`` (the ledger tables it adds and their views), ``summary.py`` (round-table
+columns), ``instruments.py`` (pure CASA instruments), ``predictions.py`` (CASA-P1..P4 in
+``coevo audit --predictions``), ``report.py`` (report section), ``commands.py`` (``coevo casa predictions``,
+``coevo stress``), ``presets/`` (``vgopd``).
 The criteria bank and world it trains on stay in the core (``coevo.criteria``,
 ``coevo.worlds.criteria``).  Docs: docs/vgopd.md, docs/casa.md.
 """

@@ -1,7 +1,7 @@
 """CASA instruments (CASA proposal): phi by axis stratified by r~, the inflation r / r~ vs 1 / (1 - phi), rank
 reversals inside each group (exact condition and the CASA proposal's approximation), licensing rates per axis.
 
-Pure functions on arrays (the ``criterion_scores`` / ``casa_gates`` columns of coevo.recipes.vgopd.casa.views), each
+Pure functions on arrays (the ``criterion_scores`` / ``casa_gates`` columns of coevo.recipes.vgopd.tables), each
 returning numbers with their uncertainty where one is defined.  Definitions: docs/casa.md.
 """
 from __future__ import annotations

@@ -29,7 +29,7 @@ from coevo.audit.data import N_BOOT, AuditError, finite, float_array, open_ledge
 from coevo.audit.predictions import judge
 from coevo.audit.stats import Z95, bootstrap_stat, wilson_interval
 from coevo.ledger import views
-from coevo.recipes.vgopd.casa import views as casa_views
+from coevo.recipes.vgopd import tables as vg_tables
 from coevo.recipes.vgopd.instruments import phi_by_axis
 
 __all__ = ["CLAIMS", "DETERMINISTIC_KINDS", "JUDGE_KINDS", "load_casa_runs", "evaluate_casa_predictions",
@@ -82,8 +82,8 @@ def load_casa_runs(run_dirs: Sequence[Path]) -> List[dict]:
         try:
             info = views.run_info(led)
             run_id = info["run_id"]
-            sc = casa_views.criterion_score_columns(led, run_id)
-            gt = casa_views.gate_columns(led, run_id)
+            sc = vg_tables.criterion_score_columns(led, run_id)
+            gt = vg_tables.gate_columns(led, run_id)
         finally:
             led.close()
         if not sc["step"]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from coevo.ledger.store import Ledger
-from coevo.recipes.vgopd.casa import views as casa_views
+from coevo.recipes.vgopd import tables as vg_tables
 from coevo.recipes.vgopd.instruments import inflation_ratios, licensing_rates, phi_by_axis, rank_reversals
 from coevo.report.plots import figure_html, plt, png_data_uri
 
@@ -22,7 +22,7 @@ def _f(col) -> np.ndarray:
 
 
 def _scores(led: Ledger, run_id: str):
-    sc = casa_views.criterion_score_columns(led, run_id)
+    sc = vg_tables.criterion_score_columns(led, run_id)
     return sc if sc["step"] else None
 
 
@@ -116,7 +116,7 @@ def licensing_section(led: Ledger, run_id: str, run_dir: Path) -> str:
 
 def probe_section(led: Ledger, run_id: str, run_dir: Path) -> str:
     """Pass and abstention rates of the three probes per step (verifier drift vs student change)."""
-    rows = casa_views.probe_rates(led, run_id)
+    rows = vg_tables.probe_rates(led, run_id)
     if not rows:
         return ""
     fig, ax = plt.subplots(figsize=(6, 3.6))

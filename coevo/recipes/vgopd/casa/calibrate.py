@@ -35,10 +35,8 @@ def _run_counts(run_dir: Path, out: dict) -> None:
     try:
         info = views.run_info(led)
         rid = info["run_id"]
-        got = led.query("SELECT rollout_id, task_id, answer, step FROM rollouts WHERE run_id = ? AND purpose = "
-                        "'train' AND role = 'student'", [rid])
-        ver = led.query("SELECT rollout_id, criterion_id, value FROM verdicts WHERE run_id = ? AND target = "
-                        "'criterion'", [rid])
+        got = views.rollout_answers(led, rid, "train", role="student")
+        ver = views.target_verdicts(led, rid, "criterion")
     finally:
         led.close()
     cfg = read_config(run_dir, info)

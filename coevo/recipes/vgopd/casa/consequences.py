@@ -80,19 +80,17 @@ def _world_and_tasks(cfg: dict, steps):
 def _load(run_dir: Path) -> dict:
     from coevo.audit.data import open_ledger, read_config
     from coevo.ledger import views
-    from coevo.recipes.vgopd.casa import views as casa_views
+    from coevo.recipes.vgopd import tables as vg_tables
 
     led = open_ledger(run_dir)
     try:
         info = views.run_info(led)
         rid = info["run_id"]
-        sc = casa_views.criterion_score_columns(led, rid)
-        oracle = casa_views.oracle_columns(led, rid)
-        gt = casa_views.gate_columns(led, rid)
-        ans = {r["rollout_id"]: r["answer"] for r in led.query(
-            "SELECT rollout_id, answer FROM rollouts WHERE run_id = ? AND purpose = 'train'", [rid])}
-        ver = led.query("SELECT rollout_id, task_id, criterion_id, value, reason FROM verdicts WHERE run_id = ? "
-                        "AND target = 'criterion'", [rid])
+        sc = vg_tables.criterion_score_columns(led, rid)
+        oracle = vg_tables.oracle_columns(led, rid)
+        gt = vg_tables.gate_columns(led, rid)
+        ans = {r["rollout_id"]: r["answer"] for r in views.rollout_answers(led, rid, "train")}
+        ver = views.target_verdicts(led, rid, "criterion")
     finally:
         led.close()
     return {"cfg": read_config(run_dir, info), "scores": sc, "oracle": oracle, "gates": gt, "answers": ans,
