@@ -9,8 +9,10 @@
   wrong references exist for the validators to catch (SynCo's Synthesizer); a mix of tasks
   in one model (R-Zero's "Single").
 
-Single-threaded torch and seeded generators make the result bit-for-bit
-reproducible; ``coevo pretrain`` regenerates the shipped files.
+Single-threaded torch and seeded generators make the result bit-for-bit reproducible on one
+build (``build_record``: torch build, ATen's CPU kernels, the CPU); across builds the weights
+differ in their last bits and the greedy accuracies hold. ``coevo pretrain`` regenerates the
+shipped files.
 """
 from __future__ import annotations
 
@@ -237,6 +239,30 @@ def solver_accuracy(pol: TinyPolicy, n_per_level: int = 200, seed: int = 999) ->
     return acc
 
 
+def build_record() -> dict:
+    """What the weights' bits depend on besides the code and the seeds (measured 2026-12-06, torch
+    2.13.0+cpu, 20 criteria_student steps: four digests under ATEN_CPU_CAPABILITY avx512 / avx2 and
+    MKL_CBWR unset / AVX2 / COMPATIBLE): the torch build, the CPU kernels ATen dispatches to, and the CPU
+    (MKL picks its code path by vendor and instruction set). A digest is reproducible only where all
+    three match; the greedy accuracies are the tolerance that holds across them (tests/test_pretrain.py)."""
+    import platform
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return {"torch": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability(), "cpu": cpu}
+
+
+def same_build(entry: dict) -> bool:
+    """True where a pretrain_info.json entry was made on this build (``build_record``): its digest must
+    then be reproduced bit for bit. Entries made before the record existed name no build (False)."""
+    rec = build_record()
+    return all(entry.get(k) == v for k, v in rec.items())
+
+
 def state_digest(pol: TinyPolicy) -> str:
     h = hashlib.sha256()
     for k, v in sorted(pol.model.state_dict().items()):
@@ -271,7 +297,7 @@ def pretrain_roles(role: str, out: Path, steps: int | None = None, seed: int = 0
             entry = {"path": str(path), "params": n_params(pol.model), "sha256_state": state_digest(pol),
                      "seconds": round(time.time() - t0, 1), "steps": steps or {**RECIPES, **PF.FACTS_RECIPES, **PC.RECIPES}[r]["steps"],
                      "stopped_at": getattr(pol, "stopped_at", None),
-                     "torch": torch.__version__}  # the weights are bit-for-bit only under the same torch build
+                     **build_record()}  # the weights are bit-for-bit only on the same build (build_record)
             if r in RECIPES and RECIPES[r].get("diagnostics") == "levels":
                 entry["greedy_accuracy_by_level"] = solver_accuracy(pol)
             elif r in PF.FACTS_ROLES:
