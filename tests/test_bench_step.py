@@ -63,3 +63,17 @@ def test_bench_step_errors_are_one_line(tmp_path):
     assert p.returncode == 2 and "unknown budget 'huge'" in p.stderr + p.stdout
     p = run_coevo("bench", "step", "--run", str(tmp_path / "nope"), check=False)
     assert p.returncode == 2 and "run directory not found" in p.stderr + p.stdout
+
+
+def test_budgets_come_from_the_recipe():
+    """The budgets are the preset's recipe's (RecipeInfo.bench_budgets), asked of the registry; an unknown
+    one is a one-line error naming those the recipe has."""
+    from coevo.cli_common import UserError
+    from coevo.commands.bench_step import budget_overrides
+    from coevo.core.registry import get_recipe
+
+    tiny = get_recipe("rzero").bench_budgets["tiny"]
+    assert budget_overrides("cpu", "tiny", ["seed=3"]) == [*tiny, "seed=3"]
+    assert "rzero.solver_group=2" in tiny and "rzero.solver_prompts=4" in tiny  # the reference's 4 x 2 batch
+    with pytest.raises(UserError, match="unknown budget 'nope' for recipe 'rzero'; available: tiny, small, round"):
+        budget_overrides("cpu", "nope", [])

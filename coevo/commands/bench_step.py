@@ -29,15 +29,21 @@ from coevo.cli_common import UserError, fail
 from coevo.commands.output import emit, json_option
 from coevo.core.world import ANSWER
 
-# budget -> overrides of the preset (R-Zero keys: the default preset's recipe)
-BUDGETS = {
-    "tiny": ["rzero.rounds=1", "rzero.challenger_steps=1", "rzero.solver_steps=1", "rzero.challenger_prompts=4",
-             "rzero.challenger_group=2", "rzero.n_candidates=8", "rzero.m=4", "rzero.solver_prompts=4",
-             "rzero.solver_group=2", "world.eval_per_level=2", "sampling.max_new_tokens=16"],
-    "small": ["rzero.rounds=1", "rzero.challenger_steps=1", "rzero.solver_steps=2", "rzero.challenger_prompts=16",
-              "rzero.n_candidates=64", "rzero.solver_prompts=16", "world.eval_per_level=20"],
-    "round": ["rzero.rounds=1"],  # one round of the preset's own counts
-}
+BUDGET_HELP = ("Run size: a budget the preset's recipe declares (RecipeInfo.bench_budgets: overrides of the "
+               "preset; the default preset's: tiny | small | round).")
+
+
+def budget_overrides(preset: str, budget: str, overrides: list[str]) -> list[str]:
+    """The overrides of ``budget`` for the recipe of ``preset`` (asked of the registry), then ``overrides``."""
+    from coevo.config import load_config
+    from coevo.core.registry import get_recipe
+
+    recipe = load_config(preset, None, list(overrides)).recipe
+    budgets = get_recipe(recipe).bench_budgets
+    if budget not in budgets:
+        raise UserError(f"unknown budget {budget!r} for recipe {recipe!r}; "
+                        f"available: {', '.join(budgets) or 'none (it declares no bench_budgets)'}")
+    return [*budgets[budget], *overrides]
 
 
 def stage_seconds(run_dir: Path) -> list[dict]:
@@ -142,8 +148,8 @@ def reference(cfg, repeats: int) -> dict:
 
     from coevo.core.registry import get_recipe
 
-    # the Solver batch shape of the run's recipe: the first of its sections that sets one (R-Zero's,
-    # Dr. Zero's: solver_prompts x solver_group); else R-Zero's default shape, 32 x 5
+    # the Solver batch shape of the run's recipe: the first of its sections that sets one
+    # (solver_prompts x solver_group); else 32 x 5
     secs = [getattr(cfg, name) for name in get_recipe(cfg.recipe).sections]
     sec = next((x for x in secs if hasattr(x, "solver_prompts") and hasattr(x, "solver_group")), None)
     n_prompts, n = (int(sec.solver_prompts), int(sec.solver_group)) if sec is not None else (32, 5)
@@ -158,9 +164,8 @@ def bench_step(preset: str, budget: str, overrides: list[str], repeats: int, kee
     from coevo.config import load_config
     from coevo.runner import run_from_config
 
-    if budget not in BUDGETS:
-        raise UserError(f"unknown budget {budget!r}; one of: {', '.join(BUDGETS)}")
-    cfg = load_config(preset, None, [*BUDGETS[budget], *overrides])
+    overrides = budget_overrides(preset, budget, overrides)
+    cfg = load_config(preset, None, overrides)
     with tempfile.TemporaryDirectory(prefix="coevo-bench-step-") as tmp:
         run_dir = keep or Path(tmp) / "run"
         t = time.perf_counter()
@@ -169,7 +174,7 @@ def bench_step(preset: str, budget: str, overrides: list[str], repeats: int, kee
         steps = stage_seconds(run_dir)
     import torch
 
-    out = {"preset": preset, "budget": budget, "overrides": [*BUDGETS[budget], *overrides],
+    out = {"preset": preset, "budget": budget, "overrides": overrides,
            "threads": torch.get_num_threads(), "run_wall_seconds": round(wall, 3), **summarize(steps),
            "per_step": steps, "reference": reference(cfg, repeats)}
     return out
@@ -179,7 +184,7 @@ def register(apps: dict) -> None:
     @apps["bench"].command("step")
     def step_cmd(
         preset: str = typer.Option("cpu", "--preset", "-p", help="Preset name or YAML file."),
-        budget: str = typer.Option("small", help=f"Run size: {' | '.join(BUDGETS)} (overrides of the preset)."),
+        budget: str = typer.Option("small", help=BUDGET_HELP),
         set_: List[str] = typer.Option([], "--set", "-s", help="More overrides, key=value (after the budget's)."),
         repeats: int = typer.Option(3, min=1, help="Timed repeats of the reference measurements."),
         run: Optional[Path] = typer.Option(None, "--run", help="Summarize an existing run directory instead."),

@@ -99,6 +99,8 @@ class RecipeInfo:
     # {asset: spec} or its Ref: the tiny arithmetic assets the recipe's roles load (RoleSpec.asset)
     # and how `coevo pretrain` trains them (coevo.pretrain.asset_specs); None = none of its own
     pretrain: Any = None
+    # {budget: ("key=value", ...)}: the run sizes `coevo bench step --budget` applies to the recipe's preset
+    bench_budgets: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for f in _REF_FIELDS:

@@ -18,6 +18,16 @@ COLUMN_NAMES = {"pseudo_label_accuracy": ("PL acc", "pseudo-label accuracy of ke
                 "challenger_reward_mean": ("C reward", "Challenger reward"),
                 "format_failure_rate": ("C fmt fail", "Challenger format failures")}
 
+# `coevo bench step --budget`: run sizes over the preset (docs/speed.md)
+BENCH_BUDGETS = {
+    "tiny": ("rzero.rounds=1", "rzero.challenger_steps=1", "rzero.solver_steps=1", "rzero.challenger_prompts=4",
+             "rzero.challenger_group=2", "rzero.n_candidates=8", "rzero.m=4", "rzero.solver_prompts=4",
+             "rzero.solver_group=2", "world.eval_per_level=2", "sampling.max_new_tokens=16"),
+    "small": ("rzero.rounds=1", "rzero.challenger_steps=1", "rzero.solver_steps=2", "rzero.challenger_prompts=16",
+              "rzero.n_candidates=64", "rzero.solver_prompts=16", "world.eval_per_level=20"),
+    "round": ("rzero.rounds=1",),  # one round of the preset's own counts
+}
+
 RECIPES = {NAME: RecipeInfo(
     name=NAME, factory=Ref("coevo.recipes.rzero.recipe", "RZeroRecipe"),
     roles=(RoleSpec(SOLVER, asset=SOLVER, seed_offset=0, lr="lr_solver"),
@@ -30,5 +40,5 @@ RECIPES = {NAME: RecipeInfo(
     experiments={"rzero-seeds": Ref("coevo.recipes.rzero.experiments", "EXPERIMENT")},
     prompt_styles={NAME: Ref("coevo.worlds.math_prompts", "INSTRUCT_PROMPTS")},  # an alias of the world's default,
     pretrain=Ref("coevo.recipes.rzero.pretrain", "ASSETS"),
-    commands=(Ref("coevo.recipes.rzero.commands", "register"),),
+    commands=(Ref("coevo.recipes.rzero.commands", "register"),), bench_budgets=BENCH_BUDGETS,
     description="R-Zero: Challenger (uncertainty - repetition) and Solver (majority-vote pseudo-labels)")}
