@@ -1,20 +1,22 @@
-"""coevo's rewards as an OpenRLHF ``reward_func`` (``--remote_rm_url file.py``; docs/integrations.md, "OpenRLHF";
+"""coevo's rewards as an OpenRLHF ``reward_func`` (``--reward.remote_url file.py``; docs/integrations.md, "OpenRLHF";
 tested against OpenRLHF 0.11.2's own loader and calling path).
 
 OpenRLHF 0.11.2's calling convention (``openrlhf/utils/agent.py`` of the PyPI wheel):
 
-* loading (``SingleTurnAgentExecutor.__init__``, agent.py:191-205): when the first ``--remote_rm_url`` ends in
+* loading (``SingleTurnAgentExecutor.__init__``, agent.py:191-205): the CLI's ``--reward.remote_url``
+  (``openrlhf/cli/train_ppo_ray.py:558``; ``--remote_rm_url`` before the dotted flags) reaches the executor as
+  ``remote_rm_url`` (train_ppo_ray.py:80, ``trainer/ray/vllm_engine.py:59``); when its first entry ends in
   ``.py``, the file is executed as module ``reward_func`` (``importlib.util.spec_from_file_location``) and its
   attribute ``reward_func`` is taken. One executor per vLLM engine actor, so one loaded module per engine process.
-* calling (``execute``, agent.py:287-302, and ``_fetch_rewards_via_func``, agent.py:305-322): once per sample,
+* calling (``execute``, agent.py:286-304, and ``_fetch_rewards_via_func``, agent.py:308-325): once per sample,
   as soon as it is generated, ``reward_func(queries, prompts, labels)`` with three lists of **one** entry
   (``batch_size = 1``), in a worker thread (``asyncio.to_thread``): many calls run at once. ``query`` is the
   decoded prompt + response (``skip_special_tokens=False``), ``prompt`` the prompt text, ``label`` the
   dataset's ``--label_key`` value. No step, no trainer state: nothing in the context says which step it is.
-* the return (agent.py:293-300, ``openrlhf/trainer/ppo_utils/samples_generator.py:250-303``): a dict with
+* the return (agent.py:293-302, ``openrlhf/trainer/ppo_utils/samples_generator.py:250-304``): a dict with
   ``rewards`` (the training reward), ``scores`` (logged; ``rewards`` when absent) and ``extra_logs`` (each value
   logged as a per-sample metric). Each becomes ``torch.tensor([value])``, so a reward must be a number: there
-  is no "no reward" value. An exception is caught and logged at info level (agent.py:301-302) and the sample
+  is no "no reward" value. An exception is caught and logged at info level (agent.py:303-304) and the sample
   gets no reward.
 
 This module holds only that convention; the rewards, verdicts and rows are ``coevo.integrations.scoring``, the
@@ -79,7 +81,7 @@ def response_of(query: str, prompt: Optional[str]) -> str:
 
 
 def _as_output(scores: Sequence[float], logs: dict) -> dict:
-    """OpenRLHF's return shape (agent.py:293-300): tensors of one value per sample, as its examples return."""
+    """OpenRLHF's return shape (agent.py:293-302): tensors of one value per sample, as its examples return."""
     import torch
 
     r = torch.tensor([float(s) for s in scores], dtype=torch.float32)
