@@ -91,8 +91,8 @@ def settings_of(options: Optional[dict] = None, environ: Optional[dict] = None) 
         if name not in opts and env.get(var):
             opts[name] = env[var]
     if "base_url" not in opts:
-        raise ValueError(f"solver: no server given: set the reward kwarg {KWARG_PREFIX}base_url or ${ENV_PREFIX}BASE_URL "
-                         f"(e.g. http://127.0.0.1:8000/v1)")
+        raise ValueError(f"solver: no server given: set the reward kwarg {KWARG_PREFIX}base_url or "
+                         f"${ENV_PREFIX}BASE_URL (e.g. http://127.0.0.1:8000/v1)")
     try:
         return SolverSettings.model_validate(opts)
     except ValidationError as e:
