@@ -216,8 +216,9 @@ class RunConfig(Strict):
     config with ``config_model(sections)``, a subclass of this one whose fields are those sections
     (``cfg.rzero`` is an ``RZeroConfig``); an unknown key anywhere is an error naming its path."""
 
-    recipe: str = Field(default_factory=lambda: default_recipe(), description="an installed recipe (entry-point group "
-                        "coevo.recipes) or a module path; default: the default preset's")
+    recipe: str = Field(default_factory=lambda: default_recipe(),
+                        description="an installed recipe (its entry point's name) or a module path; default: the "
+                                    "default preset's")
     preset: str = Field(DEFAULT_PRESET, description="the preset this config came from (set by --preset)")
     intended_backends: Optional[list[Literal["tiny", "hf", "openai"]]] = Field(
         None, min_length=1, description="the backend kinds this preset is sized for; `coevo run` refuses "
