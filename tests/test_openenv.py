@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from conftest import skip_or_fail
+
 REPO = Path(__file__).resolve().parents[1]
 OE_PY = REPO / ".venv-openenv" / "bin" / "python"
 pytestmark = pytest.mark.openenv
 
-if not OE_PY.exists():
-    if os.environ.get("COEVO_REQUIRE_OPENENV") == "1":
-        raise RuntimeError(f"{OE_PY} is missing: bash .ci/openenv.sh --build")
-    pytest.skip("no .venv-openenv (bash .ci/openenv.sh --build)", allow_module_level=True)
+if not OE_PY.exists():  # a failure under COEVO_REQUIRE_OPENENV=1, or COEVO_REQUIRE_ALL=1 with -m openenv (conftest)
+    skip_or_fail(f"no {OE_PY} (bash .ci/openenv.sh --build)", "COEVO_REQUIRE_OPENENV", marker="openenv")
 
 ORACLE = "391"  # sample-01: "What is $17 \times 23$?"
 ANSWER_KEYS = {"answer", "reference", "oracle", "oracle_answer", "expected_answer", "solution", "ground_truth"}
@@ -129,3 +129,23 @@ def ledger_and_audit(tmp_path, imp, audit, swap, env):
         [("nemo-row-1", 1.0, 1, ""), ("nemo-row-1", None, None, "timeout"), ("sample-01", 0.0, 0, ""),
          ("sample-01", 1.0, 1, ""), ("sample-01", None, None, "timeout"), ("sample-02", 0.0, 0, "no-answer")]
     led.close()
+
+
+@pytest.mark.parametrize("args, line", [
+    (["--world", "facts", "--tasks", "x.jsonl"], "error: --tasks is for --world math only"),
+    (["--tasks", "/nonexistent.jsonl"], "error: tasks file not found: /nonexistent.jsonl"),
+    (["--timeout-s", "0"], "error: --timeout-s must be > 0, got 0.0"),
+])
+def test_serve_env_bad_input_is_one_line(args, line):
+    p = subprocess.run([str(REPO / ".venv-openenv" / "bin" / "coevo"), "serve-env", "--port", "0", "--max-seconds", "1",
+                        *args], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert (p.returncode, p.stderr.strip(), p.stdout) == (2, line, "")
+
+
+def test_serve_env_port_taken_is_one_line():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        p = subprocess.run([str(REPO / ".venv-openenv" / "bin" / "coevo"), "serve-env", "--port", str(s.getsockname()[1]),
+                            "--max-seconds", "1"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and p.stderr.startswith("error: ") and len(p.stderr.strip().splitlines()) == 1, p.stderr

@@ -86,3 +86,16 @@ def test_served_world_errors(kw, msg):
         ServedWorld(verify_workers=0, **kw)
     with pytest.raises(ValueError, match="unknown task_id 'nope'"):
         ServedWorld(verify_workers=0).pick(task_id="nope")
+
+
+def test_serve_env_without_openenv_is_one_line():
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("openenv") is not None:
+        pytest.skip("openenv-core is installed here: tests/test_openenv.py serves it")
+    p = subprocess.run([sys.executable, "-m", "coevo", "serve-env", "--port", "0"], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 2 and p.stderr.startswith("error: `coevo serve-env` needs openenv-core"), p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
