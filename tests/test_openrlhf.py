@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from conftest import skip_or_fail
+
 REPO = Path(__file__).resolve().parents[1]
 VENV = Path(os.environ.get("COEVO_OPENRLHF_VENV") or REPO / ".venv-openrlhf")
 PY = VENV / "bin" / "python"
 pytestmark = pytest.mark.openrlhf
 
-if not PY.exists():
-    if os.environ.get("COEVO_REQUIRE_OPENRLHF") == "1":
-        raise RuntimeError(f"{PY} is missing: bash .ci/openrlhf.sh --build")
-    pytest.skip("no .venv-openrlhf (bash .ci/openrlhf.sh --build)", allow_module_level=True)
+if not PY.exists():  # a failure under COEVO_REQUIRE_OPENRLHF=1, or COEVO_REQUIRE_ALL=1 with -m openrlhf (conftest)
+    skip_or_fail(f"no {PY} (bash .ci/openrlhf.sh --build)", "COEVO_REQUIRE_OPENRLHF", marker="openrlhf")
 
 # the Challenger's batch: 6 responses of one engine's step; the stand-in Solver (tests/openrlhf_stub_solver.py)
 # answers "Split" with p_hat 0.5, "Easy" 1.0, "Mostly" 0.7, the riddle with nothing (abstains)

@@ -19,14 +19,14 @@ from pathlib import Path
 
 import pytest
 
+from conftest import skip_or_fail
+
 REPO = Path(__file__).resolve().parents[1]
 VF_PY = REPO / ".venv-verifiers" / "bin" / "python"
 pytestmark = pytest.mark.verifiers
 
-if not VF_PY.exists():
-    if os.environ.get("COEVO_REQUIRE_VERIFIERS") == "1":
-        raise RuntimeError(f"{VF_PY} is missing: bash .ci/verifiers.sh --build")
-    pytest.skip("no .venv-verifiers (bash .ci/verifiers.sh --build)", allow_module_level=True)
+if not VF_PY.exists():  # a failure under COEVO_REQUIRE_VERIFIERS=1, or COEVO_REQUIRE_ALL=1 with -m verifiers (conftest)
+    skip_or_fail(f"no {VF_PY} (bash .ci/verifiers.sh --build)", "COEVO_REQUIRE_VERIFIERS", marker="verifiers")
 
 # the sample math set's first 4 tasks (coevo/data/eval_sample_math.jsonl): 391, 5, 55, \frac{2}{3}
 MATH_SCRIPT = {
