@@ -289,8 +289,9 @@ def test_real_llm_judge_path_through_a_local_endpoint():
 @pytest.mark.timeout(3600)
 def test_pretrain_regenerates_the_shipped_criteria_policies(tmp_path):
     """``coevo pretrain --role criteria`` (about 3 CPU minutes in all): same digests and
-    per-axis accuracies as the shipped files."""
-    from coevo.pretrain import pretrain_roles
+    per-axis accuracies as the shipped files; the digests bit for bit where the entry names this build
+    (docs/arithmetic.md, "Rebuilding the assets")."""
+    from coevo.pretrain import pretrain_roles, same_build
 
     info = json.loads((ASSETS / "pretrain_info.json").read_text())
     out = pretrain_roles("criteria", tmp_path, quiet=True)
@@ -299,7 +300,8 @@ def test_pretrain_regenerates_the_shipped_criteria_policies(tmp_path):
     assert roles == {r for r, e in info.items() if "greedy_axis_accuracy" in e}  # the shipped criteria policies
     for role in sorted(roles):
         entry = out[role]
-        assert entry["sha256_state"] == info[role]["sha256_state"], role
+        if same_build(info[role]):
+            assert entry["sha256_state"] == info[role]["sha256_state"], role
         assert entry["greedy_axis_accuracy"] and entry["greedy_axis_accuracy"] == info[role]["greedy_axis_accuracy"], role
         assert (tmp_path / f"{role}.pt" / "model.safetensors").is_file(), role
     assert set(json.loads((tmp_path / "pretrain_info.json").read_text())) == roles
