@@ -27,4 +27,4 @@ fi
 [ "$MODE" = --build ] && exit 0
 peer_matches || { echo "verl venv: $V is missing or does not match ($PINS)" >&2; exit 1; }
 # a missing verl fails here instead of skipping
-COEVO_REQUIRE_VERL=1 "$V/bin/python" -m pytest -q -p no:cacheprovider -m verl tests/test_verl_091.py
+COEVO_REQUIRE_VERL=1 "$V/bin/python" -m pytest -q -p no:cacheprovider -m verl tests/test_verl_091.py tests/test_verl_solver.py
