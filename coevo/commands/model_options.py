@@ -40,7 +40,7 @@ from coevo.worlds.math import FEWSHOT, prompt_style_names
 
 HF_MODELS = ("smollm2", "tiny-llama", "tiny-qwen2")
 TINY = "tiny"  # the shipped arithmetic solver (coevo/assets/solver.pt)
-PROMPT_STYLES = prompt_style_names()  # the styles the recipe folders register, then fewshot
+PROMPT_STYLES = prompt_style_names()  # the world's instruct, the styles recipe folders register, fewshot
 INSTRUCTION_STYLES = tuple(p for p in PROMPT_STYLES if p != FEWSHOT)
 EXTRACTIONS = ("boxed", "lenient")
 
