@@ -10,6 +10,9 @@ from importlib.metadata import version
 ok = all(version(p.split("==")[0]).split("+")[0] == p.split("==")[1] for p in sys.argv[1].split())  # 2.13.0+cpu
 for name in sys.argv[2].split():
     importlib.import_module(name)
+# coevo's installed metadata must be today's: its recipes are entry points (a venv from before they were reads none)
+from importlib.metadata import entry_points
+ok = ok and bool(entry_points(group="coevo.recipes"))
 sys.exit(0 if ok else 1)
 PY
 }
