@@ -83,7 +83,12 @@ PINNED_FILE = Path(__file__).parent / "pinned_runs.json"
 def test_pinned_run(name, tmp_path):
     pinned = json.loads(PINNED_FILE.read_text())[name]
     got = observe(name, tmp_path)
-    assert got["fingerprint"] == pinned["fingerprint"]
+    # a table pinned as a list has one fingerprint per CPU class, every other table of the run equal on all of them:
+    # vgopd-A/B's rewards (VG-OPD's advantages over 96 criterion rewards cross a 5th-decimal rounding between the CI machine
+    # of 2026-12-05 and this one of 2026-12-06 (Intel Xeon, AVX-512), same code, numpy 2.4.6, duckdb 2.0.1, torch 2.13.0)
+    for table, fp in pinned["fingerprint"].items():
+        assert got["fingerprint"].get(table) in (fp if isinstance(fp, list) else [fp]), table
+    assert set(got["fingerprint"]) == set(pinned["fingerprint"])
     assert got["summary"] == pinned["summary"]
     assert got["steps"] == pinned["steps"]
 
@@ -94,6 +99,6 @@ if __name__ == "__main__":  # regenerate the pinned values (say why in the commi
     only = sys.argv[1:] or list(RUNS)
     res = json.loads(PINNED_FILE.read_text()) if PINNED_FILE.exists() else {}
     with tempfile.TemporaryDirectory() as d:
-        res.update({name: observe(name, Path(d)) for name in only})
+        res.update({name: observe(name, Path(d)) for name in only})  # (a per-CPU list is replaced: re-add the others)
     PINNED_FILE.write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
     print(f"wrote {PINNED_FILE}")
