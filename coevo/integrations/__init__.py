@@ -1,4 +1,9 @@
-"""Bridges to other frameworks (docs/verl.md).
+"""Bridges to other frameworks (docs/integrations.md, docs/verl.md).
+
+* ``scoring`` and ``ledger_writer``: the shared core (rewards, tri-state verdicts, buffered ledger parts) that
+  names no framework; ``trl``, ``openrlhf``, ``verifiers``, ``openenv`` (+ ``served``: the served tasks and the
+  NeMo Gym-shaped ``/verify``) hold only each framework's calling convention; ``solver_client``: the shipped
+  ``solver_fn`` (an OpenAI-compatible server's samples) for the R-Zero Challenger reward.
 
 * ``verl_reward``: reward functions verl loads through ``custom_reward_function.path`` / ``.name``;
   they compute coevo's rewards through the verifier pool and append rows to per-process ledger parts.
