@@ -199,6 +199,15 @@ def part_writer(root: str | Path, framework: str, framework_version: str = "", f
         return w
 
 
+def current_part(w: Optional[PartWriter], root: Optional[str | Path], fw, flush_rows: int = 1,
+                 flush_s: float = 30.0) -> Optional[PartWriter]:
+    """A reward function's ledger part: ``w`` while it is open in this process, else this process's part under
+    ``root`` for framework ``fw`` (a ``scoring.Framework``); None without a root."""
+    if w is not None and not w.closed and w.pid == os.getpid():
+        return w
+    return part_writer(Path(root), fw.name, fw.version, flush_rows, flush_s) if root else None
+
+
 def flush_parts() -> int:
     """Commit what this process's parts have queued; the number of rows committed."""
     with _PLOCK:

@@ -49,10 +49,10 @@ import importlib
 import os
 import threading
 import time
-from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from coevo.integrations.common import LEDGER_ENV, as_reference, build_verifier, part_writer
+from coevo.integrations.common import LEDGER_ENV, as_reference, build_verifier
+from coevo.integrations.ledger_writer import current_part
 from coevo.integrations.scoring import (
     Framework, SolverItem, challenger_rows, challenger_scores, installed_version, solver_rows, solver_score,
     solver_verdicts,
@@ -109,14 +109,8 @@ class _RewardFunc:
     def writer(self):
         """This process's ledger part (None without a ledger root); opened at construction too, so that when
         OpenRLHF loads the module in its main thread the part's SIGTERM handler is installed."""
-        w = getattr(self, "_w", None)
-        if w is not None and not w.closed and w.pid == os.getpid():
-            return w
-        root = self.ledger or os.environ.get(LEDGER_ENV)
-        if not root:
-            return None
-        fw = framework()
-        self._w = part_writer(Path(root), fw.name, fw.version, self.flush_rows, self.flush_s)
+        self._w = current_part(getattr(self, "_w", None), self.ledger or os.environ.get(LEDGER_ENV), framework(),
+                               self.flush_rows, self.flush_s)
         return self._w
 
 

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from coevo.integrations.common import LEDGER_ENV, as_reference, build_verifier, part_writer
+from coevo.integrations.common import LEDGER_ENV, as_reference, build_verifier
+from coevo.integrations.ledger_writer import current_part
 from coevo.integrations.scoring import (
     Framework, SolverItem, challenger_rows, challenger_scores, installed_version, solver_rows, solver_score,
     solver_verdicts,
@@ -72,14 +72,8 @@ class _Reward:
 
     def writer(self):
         """This process's ledger part (kept between calls; opened again after the callback closed it)."""
-        w = getattr(self, "_w", None)
-        if w is not None and not w.closed and w.pid == os.getpid():
-            return w
-        root = self.ledger or os.environ.get(LEDGER_ENV)
-        if not root:
-            return None
-        fw = framework()
-        self._w = part_writer(Path(root), fw.name, fw.version, self.flush_rows, self.flush_s)
+        self._w = current_part(getattr(self, "_w", None), self.ledger or os.environ.get(LEDGER_ENV), framework(),
+                               self.flush_rows, self.flush_s)
         return self._w
 
     def step(self, trainer_state: Any, step: Optional[int]) -> tuple[int, str]:
