@@ -1,6 +1,8 @@
+import json
 import os
 import subprocess
 import sys
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,21 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+class JSONHandler(BaseHTTPRequestHandler):
+    """A quiet stub server's handler that answers JSON (``_send``): the tests' OpenAI-compatible stubs."""
+
+    def log_message(self, *a):  # quiet
+        pass
+
+    def _send(self, code: int, obj: dict) -> None:
+        out = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
 
 
 def coevo_cmd(*args: str) -> list[str]:

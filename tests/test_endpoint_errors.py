@@ -16,31 +16,21 @@ import socket
 import subprocess
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from conftest import JSONHandler
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-class _Fake(BaseHTTPRequestHandler):
+class _Fake(JSONHandler):
     """OpenAI-compatible enough for the openai backend and the judge. ``mode``: ok | 500 | flaky (every
     request whose body is the second distinct one seen fails with 500, so that call fails after retries)."""
 
     mode = "ok"
     bodies: list = []
-
-    def log_message(self, *a):  # quiet
-        pass
-
-    def _send(self, code: int, obj: dict) -> None:
-        out = json.dumps(obj).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")

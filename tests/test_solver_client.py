@@ -8,9 +8,10 @@ import json
 import socket
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import pytest
+from conftest import JSONHandler
 
 from coevo.backends.openai_server import AuthError, ServerError
 from coevo.core.endpoints import EndpointDown
@@ -35,18 +36,7 @@ class Stub:
 def stub():
     st = Stub()
 
-    class H(BaseHTTPRequestHandler):
-        def log_message(self, *a):
-            pass
-
-        def _send(self, code, obj):
-            out = json.dumps(obj).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(out)))
-            self.end_headers()
-            self.wfile.write(out)
-
+    class H(JSONHandler):
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
             with st.lock:

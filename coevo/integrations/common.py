@@ -4,14 +4,15 @@ rollouts and tasks another framework produced. The ledger parts they write are
 """
 from __future__ import annotations
 
+import importlib
 import re
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from coevo.integrations.ledger_writer import PartWriter, close_parts, part_writer  # noqa: F401 (re-exported)
 from coevo.verify.run import shared_run_verifier as build_verifier  # noqa: F401 (re-exported)
 
 __all__ = ["LEDGER_ENV", "EXTRACT_MODES", "extract_answer", "build_verifier", "PartWriter", "part_writer",
-           "close_parts", "as_reference"]
+           "close_parts", "as_reference", "import_function"]
 
 LEDGER_ENV = "COEVO_LEDGER"
 EXTRACT_MODES = ("auto", "boxed", "gsm8k", "raw")
@@ -36,6 +37,15 @@ def extract_answer(text: Optional[str], mode: str = "auto") -> Optional[str]:
             return a
     hits = _GSM8K_RE.findall(text)
     return hits[-1].strip().replace(",", "") if hits else None
+
+
+def import_function(ref: str, name: str = "solver_fn") -> Callable:
+    """``"package.module:function"`` -> the function (a Solver sampler named in a framework's settings);
+    ValueError naming the setting ``name`` when ``ref`` is not of that form."""
+    mod, _, attr = ref.partition(":")
+    if not mod or not attr:
+        raise ValueError(f"{name} must be 'package.module:function', got {ref!r}")
+    return getattr(importlib.import_module(mod), attr)
 
 
 def as_reference(gts: Any) -> Optional[str]:

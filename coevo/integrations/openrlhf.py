@@ -45,13 +45,12 @@ the function from ``COEVO_*`` variables (OpenRLHF's loader passes no arguments):
 from __future__ import annotations
 
 import hashlib
-import importlib
 import os
 import threading
 import time
 from typing import Any, Callable, Optional, Sequence
 
-from coevo.integrations.common import LEDGER_ENV, as_reference, build_verifier
+from coevo.integrations.common import LEDGER_ENV, as_reference, build_verifier, import_function
 from coevo.integrations.ledger_writer import current_part
 from coevo.integrations.scoring import (
     Framework, SolverItem, challenger_rows, challenger_scores, installed_version, solver_rows, solver_score,
@@ -264,13 +263,6 @@ def _env(name: str, default: Any, cast: Callable = str) -> Any:
         raise ValueError(f"${name}={raw!r} is not a valid {cast.__name__}") from None
 
 
-def _import_ref(ref: str) -> Callable:
-    mod, _, attr = ref.partition(":")
-    if not mod or not attr:
-        raise ValueError(f"$COEVO_SOLVER_FN must be 'package.module:function', got {ref!r}")
-    return getattr(importlib.import_module(mod), attr)
-
-
 def reward_func_from_env(role: Optional[str] = None) -> _RewardFunc:
     """The reward function the variables describe (OpenRLHF's loader passes no arguments): ``COEVO_ROLE``
     (``solver`` or ``challenger``; ``role`` overrides it), ``COEVO_LEDGER`` (the ledger root; none: no rows),
@@ -289,4 +281,4 @@ def reward_func_from_env(role: Optional[str] = None) -> _RewardFunc:
     ref = _env("COEVO_SOLVER_FN", "")
     if not ref:
         raise ValueError("the challenger reward needs $COEVO_SOLVER_FN=package.module:function (the Solver sampler)")
-    return ChallengerRewardFunc(_import_ref(ref), batch_wait_s=_env("COEVO_BATCH_WAIT_S", 60.0, float), **kw)
+    return ChallengerRewardFunc(import_function(ref, "$COEVO_SOLVER_FN"), batch_wait_s=_env("COEVO_BATCH_WAIT_S", 60.0, float), **kw)

@@ -96,11 +96,9 @@ class ServedWorld:
         return self.world.solver_prompt(task)
 
     def extract_of(self, text: Optional[str]) -> Optional[str]:
-        if text is None or self.extract == "raw":
-            return None if text is None else (text.strip() or None)
-        if self.world_name == "facts":
+        if self.world_name == "facts" and self.extract != "raw" and text is not None:
             return self.world.extract_answer(text)
-        return extract_answer(text, "auto")
+        return extract_answer(text, "raw" if self.extract == "raw" else "auto")
 
     def score(self, task, text: Optional[str], step: int = 0, step_from: str = "none", fw: Optional[Framework] = None,
               meta: Optional[dict] = None) -> Scored:

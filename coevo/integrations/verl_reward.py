@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib
 import os
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 
 from coevo.integrations.common import (
-    LEDGER_ENV, as_reference, build_verifier, extract_answer, part_writer, rollout_row_of, task_row_of,
+    LEDGER_ENV, as_reference, build_verifier, extract_answer, import_function, part_writer, rollout_row_of,
+    task_row_of,
 )
 from coevo.integrations.scoring import (
     Framework, SolverItem, challenger_rows, challenger_scores, installed_version, solver_rows, solver_verdicts, tri_state,
@@ -120,8 +120,7 @@ def _solver_fn(ref: Optional[str], kw: Optional[dict] = None) -> Optional[Callab
     ``coevo.integrations.solver_client:solve`` reads them; a function without them is called as is)."""
     if not ref:
         return None
-    mod, _, attr = ref.partition(":")
-    fn = getattr(importlib.import_module(mod), attr)
+    fn = import_function(ref)
     opts = {k[len("solver_"):]: v for k, v in (kw or {}).items() if k.startswith("solver_")}
     return functools.partial(fn, **opts) if opts else fn
 
