@@ -32,7 +32,8 @@ from typing import Any
 
 from coevo.core.policy import SamplingParams
 from coevo.core.verdict import Verdict
-from coevo.stages import sample_verify as sv
+from coevo.stages import step as sv
+from coevo.stages.step import Draw, StepContext
 
 
 class EvalError(ValueError):
@@ -125,8 +126,8 @@ def evaluate_jsonl(policy, world, path: str | Path, k: int = 0, greedy: bool = T
         result.update(temperature=temperature, top_p=top_p, k=k)
     samples = []
     for tag, n, sp in runs:
-        got = sv.sample_verify(policy, world, tasks, n, sp, verifier, {"gold": golds}, match=match_any,
-                               chunk=batch_size)
+        got = sv.sample_verify(StepContext.of(world, verifier, sp), policy, tasks, n, {"gold": golds},
+                               Draw(match=match_any, chunk=batch_size))
         samples.extend(_score_run(result, tag, got, golds, levels, keep_samples))
     result["seconds"] = round(time.time() - t0, 2)
     if keep_samples:

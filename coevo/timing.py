@@ -4,7 +4,7 @@ ledger, eval, state, other), recorded per step in the ledger (``steps.stage_seco
 The runner opens one ``record()`` per step; the shared stages mark their parts with
 ``stage(name)``.  Stages nest *exclusively*: a stage's seconds are its own time minus the
 time of the stages opened inside it, so the stages of a step add up to its total (the
-runner wraps ``recipe.run_step`` in ``stage("reward")``: what is left of it after sampling,
+runner wraps the step function ``spec.run`` in ``stage("reward")``: what is left of it after sampling,
 verification and updates is the recipe's own work: votes, filters, reward formulas, rows).
 Two exceptions: a stage opened inside a stage of the same name adds nothing of its own
 (``draw_group``'s "sample" around the backend's "sample"), and everything inside ``eval``

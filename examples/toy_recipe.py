@@ -29,8 +29,7 @@ from coevo.ledger.rows import task_row
 from coevo.ledger.store import StepWriter
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan
 from coevo.core.registry import RecipeInfo, RoleSpec
-from coevo.stages.sample_verify import propose
-from coevo.stages.group import draw_group, update_role
+from coevo.stages.step import Draw, Scored, draw_group, propose, update_role
 from coevo.worlds.scripted import ScriptedToolWorld
 from coevo.core.world import ANSWER
 
@@ -79,27 +78,25 @@ class ToyRecipe(RecipeBase):
         return 1.0 - abs(mu_solver - mu_helper)
 
     def _train(self, spec: StepSpec, w: StepWriter) -> dict:
-        tc, ctx = self.cfg.toy, self.ctx(spec)
-        props = propose(self.proposer, self.world, tc.prompts, tc.group, self.sp, id_prefix=f"s{spec.step}",
+        tc, ctx = self.cfg.toy, self.ctx.at(spec)
+        props = propose(ctx, self.proposer, tc.prompts, tc.group, id_prefix=f"s{spec.step}",
                         seed=self.cfg.seed + spec.step)
         ids = [p.task.task_id if p.task else f"s{spec.step}-{p.group}-{i % tc.group}" for i, p in enumerate(props)]
         valid = [i for i, p in enumerate(props) if p.parsed.ok]
         tasks = [props[i].task for i in valid]
         truths = {"oracle": [self.world.oracle(t) for t in tasks]}
-        solved = draw_group(ctx, self.solver, tasks, tc.k, self.sp, "solve", truths, sampler=self.solve_sampler())
-        helped = draw_group(ctx, self.helper, tasks, tc.k, self.sp, "helper", truths, role="helper",
-                            sampler=self.solve_sampler())
+        solved = draw_group(ctx, self.solver, tasks, tc.k, "solve", truths, Draw(sampler=self.solve_sampler()))
+        helped = draw_group(ctx, self.helper, tasks, tc.k, "helper", truths,
+                            Draw(role="helper", sampler=self.solve_sampler()))
         w.extend(solved.rows)
         w.extend(helped.rows)
         s_rewards = np.array([1.0 if v.value == 1 else 0.0 for vs in solved.verdicts.get("oracle", []) for v in vs])
-        items = [r["rollout_id"] for r in solved.rows.get("rollouts", [])]
-        up_s = update_role(ctx, self.solver, "solver", solved.completions(), s_rewards, tc.k, items,
-                           [r["task_id"] for r in solved.rows.get("rollouts", [])])
+        up_s = update_role(ctx, self.solver, "solver", solved.scored(s_rewards))
         p_rewards = np.zeros(len(props))
         for j, i in enumerate(valid):
             p_rewards[i] = self.proposer_reward(solved.mu("oracle", j), helped.mu("oracle", j))
-        up_p = update_role(ctx, self.proposer, "proposer", [p.completion for p in props], p_rewards, tc.group,
-                           ids, ids)
+        up_p = update_role(ctx, self.proposer, "proposer",
+                           Scored([p.completion for p in props], p_rewards, ids, group_size=tc.group))
         w.extend(up_s.rows)
         w.extend(up_p.rows)
         w.add("tasks", [task_row(self.run_id, spec.round, spec.step, ids[i], "proposer", p.completion,

@@ -1,4 +1,4 @@
-"""The one sample -> extract -> verify stage (``coevo.stages.sample_verify``, issue #20 item 5):
+"""The one sample -> extract -> verify stage (``coevo.stages.step.sample_verify``, issue #20 item 5):
 its numbers on the shipped tiny arithmetic solver, and that training groups, evaluation and the
 certificate all go through it."""
 from __future__ import annotations
@@ -15,7 +15,8 @@ from coevo.runner import ASSETS
 from coevo.core.endpoints import EndpointDown, completion_errors
 from coevo.core.policy import Completion, LossConfig, SamplingParams
 from coevo.core.world import ANSWER, Task, role_sampling
-from coevo.stages import sample_verify as sv
+from coevo.stages import step as sv
+from coevo.stages.step import Draw, StepContext
 from coevo.verify.run import WorldEquivalence
 from coevo.worlds.arithmetic import ArithmeticWorld, evaluate, generate, task_id_for
 
@@ -41,7 +42,8 @@ def test_stage_numbers_on_the_tiny_solver():
     with the world's answer sampling, each answer is the world's extraction, each mu the share
     equal to the reference as integers; the totals are pinned (deterministic tiny sampling)."""
     world, tasks = ArithmeticWorld(), arithmetic_tasks(12)
-    got = sv.sample_verify(solver(), world, tasks, 4, SP, WorldEquivalence(world), {"ref": [t.reference for t in tasks]})
+    got = sv.sample_verify(StepContext.of(world, WorldEquivalence(world), SP), solver(), tasks, 4,
+                           {"ref": [t.reference for t in tasks]})
     direct = solver().sample([world.solver_prompt(t) for t in tasks], 4, role_sampling(world, ANSWER, SP))
     assert [[c.text for c in g] for g in got.outs] == [[c.text for c in g] for g in direct]
     assert got.answers == [[world.extract_answer(c.text) for c in g] for g in got.outs]
@@ -60,8 +62,8 @@ def test_chunks_audit_stream_and_failed_samples():
     world, tasks = ArithmeticWorld(), arithmetic_tasks(7)
     a = solver()
     seen = []
-    got = sv.sample_verify(a, world, tasks, 2, replace(SP, stream="audit"), chunk=3,
-                           progress=lambda done, total: seen.append((done, total)))
+    got = sv.sample_verify(StepContext.of(world, None, SP), a, tasks, 2,
+                           draw=Draw(stream="audit", chunk=3, progress=lambda done, total: seen.append((done, total))))
     assert seen == [(3, 7), (6, 7), (7, 7)] and got.verdicts == {}
     b = solver()
     parts = [b.sample([world.solver_prompt(t) for t in tasks[i:i + 3]], 2,
@@ -75,15 +77,16 @@ def test_chunks_audit_stream_and_failed_samples():
                                 finish_reason="error", meta={"error": "down"}) for _ in range(n)] for p in prompts]
 
     with pytest.raises(EndpointDown, match=r"^model server: down \(2 of 2 calls failed after retries\)$"):
-        sv.sample_verify(Failing(), world, tasks[:2], 3, SP, WorldEquivalence(world), {"ref": ["2", "2"]})
-    assert sv.sample_verify(Failing(), world, [], 3, SP, None, {"ref": None}).verdicts == {"ref": []}
+        sv.sample_verify(StepContext.of(world, WorldEquivalence(world), SP), Failing(), tasks[:2], 3, {"ref": ["2", "2"]})
+    assert sv.sample_verify(StepContext.of(world, None, SP), Failing(), [], 3, {"ref": None}).verdicts == {"ref": []}
 
     class HalfFailing(Failing):  # the second task's call fails: no answer, the first is answered
         def sample(self, prompts, n, sampling):
             ok = [[replace(c, finish_reason="stop", meta={}) for c in g] for g in super().sample(prompts[:1], n, sampling)]
             return ok + super().sample(prompts[1:], n, sampling)
 
-    got = sv.sample_verify(HalfFailing(), world, tasks[:2], 3, SP, WorldEquivalence(world), {"ref": ["2", "2"]})
+    got = sv.sample_verify(StepContext.of(world, WorldEquivalence(world), SP), HalfFailing(), tasks[:2], 3,
+                           {"ref": ["2", "2"]})
     assert got.answers[1] == [None] * 3 and got.answers[0] != [None] * 3
     assert completion_errors(got.outs) == (1, 2)
 
@@ -99,20 +102,20 @@ def test_groups_evaluation_and_certificate_go_through_the_stage(monkeypatch, tmp
     from coevo.ledger.store import StepWriter  # noqa: F401 (the writer the evaluation is given)
     from coevo.stages.certify import certify, pass_rates
     from coevo.stages.evaluate import evaluate_solver
-    from coevo.stages.group import StepContext, draw_group
+    from coevo.stages.step import draw_group
 
     calls = []
     real = sv.sample_verify
 
-    def spy(policy, world, tasks, n, sampling, *a, **kw):
-        calls.append((len(list(tasks)), n, sampling.stream))
-        return real(policy, world, tasks, n, sampling, *a, **kw)
+    def spy(ctx, policy, tasks, n, targets=None, draw=sv.DRAW):
+        calls.append((len(list(tasks)), n, draw.stream or ctx.sampling.stream))
+        return real(ctx, policy, tasks, n, targets, draw)
 
     monkeypatch.setattr(sv, "sample_verify", spy)
     world, tasks = ArithmeticWorld(), arithmetic_tasks(6)
     ver = WorldEquivalence(world)
-    ctx = StepContext("r", 0, 1, world, ver, LossConfig())
-    g = draw_group(ctx, solver(), tasks, 3, SP, "train", {"oracle": [t.reference for t in tasks]})
+    ctx = StepContext(run_id="r", step=1, world=world, verifier=ver, sampling=SP, loss=LossConfig())
+    g = draw_group(ctx, solver(), tasks, 3, "train", {"oracle": [t.reference for t in tasks]})
     assert len(g.rows["rollouts"]) == 18 and len(g.rows["verdicts"]) == 18
     assert calls == [(6, 3, "train")]
 
@@ -121,7 +124,7 @@ def test_groups_evaluation_and_certificate_go_through_the_stage(monkeypatch, tmp
             self.table, self.rows = table, rows
 
     w = Rows()
-    acc = evaluate_solver(solver(), world, tasks, "r", 0, 1, w, ver, greedy=True, samples=2, sampling=SP)
+    acc = evaluate_solver(ctx, solver(), tasks, w, greedy=True, samples=2)
     assert w.table == "evals" and len(w.rows) == 12 and set(acc) == {"greedy", "mean@2"}
     assert calls[1:] == [(6, 1, "train"), (6, 2, "train")]
 
@@ -131,8 +134,8 @@ def test_groups_evaluation_and_certificate_go_through_the_stage(monkeypatch, tmp
     assert r["n"] == 6 and calls[3:] == [(6, 1, "train"), (6, 2, "train")]
 
     del calls[:]
-    p = pass_rates(solver(), world, tasks, ver, 4, replace(SP, stream="audit"))
-    cert = certify(solver(), world, tasks, ver, k=4, sampling=SP, n_boot=20)
+    p = pass_rates(StepContext.of(world, ver, replace(SP, stream="audit")), solver(), tasks, 4)
+    cert = certify(StepContext.of(world, ver, SP), solver(), tasks, k=4, n_boot=20)
     assert len(p) == 6 and cert["n_tasks"] == 6
     n_bearing = sum(0 < t["mu_screen"] < 1 for t in cert["tasks"])
     assert calls == [(6, 4, "audit"), (6, 4, "audit")] + ([(n_bearing, 4, "audit")] if n_bearing else [])
@@ -156,7 +159,7 @@ def test_certificate_leaves_out_tasks_a_failed_call_touched():
                     if p in down else g for p, g in zip(prompts, got)]
 
     v = WorldEquivalence(world)
-    got = certify(Flaky(), world, tasks, v, k=4, n_boot=50)
+    got = certify(StepContext.of(world, v), Flaky(), tasks, k=4, n_boot=50)
     assert got["errors"]["failed"] >= 2 and got["errors"]["excluded_tasks"] == 2
     assert got["errors"]["first"] == "HTTP 500"
     assert [t["task_id"] for t in got["tasks"]] == [t.task_id for i, t in enumerate(tasks) if i not in (3, 7)]

@@ -230,8 +230,11 @@ def test_evaluate_solver_through_the_verifier(pool):
         table[w.solver_prompt(t)] = [rng.choice([right, str(int(right) + 1), "x", padded]) for _ in range(4)]
     sp = SamplingParams(temperature=1.0, max_new_tokens=8)
     wr = StepWriter()
-    acc = evaluate_solver(Scripted(table), w, tasks, "r", 1, 5, wr, make_run_verifier(None, None, w, pool=pool),
-                          greedy=True, samples=4, sampling=sp)
+    from coevo.stages.step import StepContext
+
+    ctx = StepContext(run_id="r", round=1, step=5, world=w, verifier=make_run_verifier(None, None, w, pool=pool),
+                      sampling=sp)
+    acc = evaluate_solver(ctx, Scripted(table), tasks, wr, greedy=True, samples=4)
     # expected by hand: an answer is right when it is the reference (also with a leading 0)
     def score(texts):
         return sum(1 for x in texts if x != "x" and int(x) == int(ref)) / len(texts)

@@ -72,6 +72,7 @@ def register(apps: dict) -> None:
         the null-model fit error, nu-bar and P1's verdict."""
         from coevo.audit.certify import CertifyError
         from coevo.stages.certify import certify, pass_rates
+        from coevo.stages.step import StepContext
         from coevo.core.policy import BackendError, SamplingParams
         from coevo.verify.run import make_run_verifier
         from coevo.verify.pool import default_pool
@@ -100,9 +101,9 @@ def register(apps: dict) -> None:
             pol = opts.policy("coevo certify", w.name, seed=seed)
             verifier = make_run_verifier(None, None, w, pool=default_pool())
             sp = SamplingParams(temperature=opts.temperature, top_p=opts.top_p, max_new_tokens=max_new_tokens, stream="audit")
-            truth = pass_rates(pol, w, tasks, verifier, truth_samples, sp) if truth_samples > 0 else None
-            cert = certify(pol, w, tasks, verifier, k=k, sampling=sp, batch=batch, truth_p=truth, seed=seed,
-                           progress=console.print)
+            ctx = StepContext.of(w, verifier, sp)
+            truth = pass_rates(ctx, pol, tasks, truth_samples) if truth_samples > 0 else None
+            cert = certify(ctx, pol, tasks, k=k, batch=batch, truth_p=truth, seed=seed, progress=console.print)
         except (UserError, CertifyError, BackendError) as e:  # EndpointDown: every call failed (one line)
             fail(str(e))
         except Exception as e:  # noqa: BLE001 - model loading etc. become one line

@@ -30,7 +30,7 @@ from typing import Any, Optional, Sequence
 from coevo.criteria.bank import BankEntry, Criterion
 from coevo.criteria.scoring import CriteriaScorer
 from coevo.criteria.verifier import split_steps
-from coevo.stages.sample_verify import first_answers
+from coevo.stages.step import first_answers
 
 ENDPOINT_IDS = ("final_value", "final_unit")
 FIXED_IDS = ("final_value", "final_unit", "wrong_unit")

@@ -27,7 +27,7 @@ import torch
 from coevo.pretrain.sft import adamw, prompt_target, sft_batch, sft_step, warmup_cosine_lr
 from coevo.backends.tiny import TinyConfig, TinyPolicy, n_params, write_tiny_checkpoint
 from coevo.core.policy import SamplingParams
-from coevo.stages.sample_verify import first_answers
+from coevo.stages.step import first_answers
 from coevo.worlds.arithmetic import LEVELS, evaluate, generate, format_question
 from coevo.checkpoint import atomic_dir
 

@@ -28,7 +28,7 @@ import torch
 from coevo.pretrain.sft import adamw, prompt_target, sft_batch, sft_step, warmup_cosine_lr
 from coevo.backends.tiny import TinyConfig, TinyPolicy
 from coevo.backends.tokenizer import FULL_VOCAB
-from coevo.stages.sample_verify import first_answers
+from coevo.stages.step import first_answers
 from coevo.worlds.criteria_gen import ERRORS, Problem, perturbed_solution, random_problem, split_of
 
 CRITERIA_EXPERTS = ("criteria_expert_units", "criteria_expert_arith")

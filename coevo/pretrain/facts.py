@@ -27,7 +27,7 @@ from coevo.pretrain.sft import adamw, sft_batch, sft_step, warmup_cosine_lr
 from coevo.backends.tiny import TinyConfig, TinyPolicy
 from coevo.backends.tokenizer import FULL_VOCAB
 from coevo.core.world import ANSWER, Task
-from coevo.stages.sample_verify import answer_of
+from coevo.stages.step import answer_of
 
 FACTS_ROLES = ("facts_solver", "facts_proposer")
 FACTS_RECIPES = {

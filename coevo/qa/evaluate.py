@@ -15,7 +15,7 @@ from typing import Any, Sequence
 from coevo.backends.base import SamplingParams, full_text
 from coevo.qa.agent import SearchQAWorld
 from coevo.qa.benchmarks import BenchmarkLoad, QAExample
-from coevo.stages.sample_verify import answer_of
+from coevo.stages.step import answer_of
 from coevo.worlds.base import Task
 
 METRICS = ("em", "cover_em")

@@ -7,7 +7,7 @@ from coevo.audit.truth import truth_from_config
 from coevo.config import RunConfig
 from coevo.ledger.store import StepWriter
 from coevo.stages.evaluate import evaluate_solver
-from coevo.stages.group import StepContext
+from coevo.stages.step import StepContext
 from coevo.stages.rollout import solve_multiturn, tool_stops
 from coevo.core.world import ANSWER, World
 
@@ -26,10 +26,11 @@ def sampling_params(cfg: RunConfig, max_new_tokens: int | None = None) -> Sampli
 
 
 class RecipeBase:
-    """What the runner calls on a recipe: ``plan()`` (steps that hold their step functions),
-    ``run_step(spec, writer)`` (calls ``spec.run``), ``state_dict()`` / ``load_state_dict()``.  Holds the run's world, policies by
-    role, verifier, loss and sampling settings; every recipe evaluates its ``solver`` role on
-    the world's held-out set in phase ``eval``."""
+    """What the runner calls on a recipe: ``plan()`` (steps that hold their step functions: the loop
+    calls ``spec.run(spec, writer)``), ``state_dict()`` / ``load_state_dict()``.  Holds the run's
+    world, policies by role, verifier, loss and sampling settings, and ``ctx``: the ``StepContext``
+    its stages take (``self.ctx.at(spec)``: at a step); every recipe evaluates its ``solver`` role
+    on the world's held-out set in phase ``eval``."""
 
     name = "base"
     solver_role = "solver"
@@ -43,25 +44,17 @@ class RecipeBase:
         self.sp = sampling_params(cfg)
         self.eval_tasks = list(world.eval_set())
         self.truth = truth_from_config(getattr(cfg, "truth", None), verifier)  # no-oracle truth (judge / file)
+        self.ctx = StepContext(run_id=run_id, world=world, verifier=verifier, sampling=self.sp, loss=self.loss,
+                               advantage_scale=cfg.loss.advantage_scale)
 
     def plan(self) -> list[StepSpec]:  # pragma: no cover - every recipe defines it
         raise NotImplementedError
-
-    def run_step(self, spec: StepSpec, w: StepWriter) -> dict:
-        if spec.run is None:
-            raise TypeError(f"step {spec.step} (phase {spec.phase!r}) holds no step function: build the plan with "
-                            f"round_plan(rounds, [(phase, function, steps), ...], evaluate)")
-        return spec.run(spec, w)
 
     def state_dict(self) -> dict:
         return {}
 
     def load_state_dict(self, st: dict) -> None:
         pass
-
-    def ctx(self, spec: StepSpec) -> StepContext:
-        return StepContext(self.run_id, spec.round, spec.step, self.world, self.verifier, self.loss,
-                           self.cfg.loss.advantage_scale)
 
     def solve_sampler(self):
         """How the solver samples: single-turn, or multi-turn episodes when the world has tools."""
@@ -71,7 +64,6 @@ class RecipeBase:
         return None
 
     def _eval(self, spec: StepSpec, w: StepWriter) -> dict:
-        acc = evaluate_solver(self.solver, self.world, self.eval_tasks, self.run_id, spec.round, spec.step, w,
-                              self.verifier, greedy=self.cfg.eval.greedy, samples=self.cfg.eval.samples,
-                              sampling=self.sp, sampler=self.solve_sampler())
+        acc = evaluate_solver(self.ctx.at(spec), self.solver, self.eval_tasks, w, greedy=self.cfg.eval.greedy,
+                              samples=self.cfg.eval.samples, sampler=self.solve_sampler())
         return {"eval": acc}

@@ -125,7 +125,7 @@ def _prune_states(run_dir: Path, keep_from: int) -> None:
 class Loop:
     """The one step loop: runs a recipe's plan one step transaction at a time.
 
-    For each step: the recipe's ``run_step`` collects rows in memory; with a ``run_dir`` the
+    For each step: the step function (``spec.run``) collects rows in memory; with a ``run_dir`` the
     step's state (policies, optimizers, RNG streams, recipe state) is written atomically to
     ``state/step-N.pt``; then the rows and the ``steps`` marker commit in one ledger
     transaction.  After each round's evaluation the policies are checkpointed
@@ -185,6 +185,9 @@ class Loop:
         seen = [len(getattr(p, "errors", None) or []) for p in uniq]
         before = [_calls(p) for p in uniq]
         where = f"step {spec.step} (round {spec.round} {spec.phase})"
+        if spec.run is None:
+            raise TypeError(f"{where} holds no step function: build the plan with "
+                            f"round_plan(rounds, [(phase, function, steps), ...], evaluate)")
         resume = f"`coevo run --resume {self.run_dir}`" if self.run_dir else "a rerun"
         # SIGINT / SIGTERM (coevo.interrupt) drop the step while it runs; from its state file on it completes
         # (commit, pruning, checkpoints) and the signal waits for its end
@@ -193,7 +196,7 @@ class Loop:
                 with timing.record(), self.led.step(self.run_id, spec.step, spec.round, spec.phase,
                                                     spec.phase_step) as w:
                     with timing.stage("reward"):  # the recipe's own work, less the shared stages inside it
-                        metrics = self.recipe.run_step(spec, w)
+                        metrics = spec.run(spec, w)  # the recipe's step function (coevo.core.plan.StepSpec)
                     errs = [e for p, n in zip(uniq, seen) for e in (getattr(p, "errors", None) or [])[n:]]
                     tally = _tally(uniq, before)
                     if tally["calls"]:  # the step's calls to an inference server (openai backend)

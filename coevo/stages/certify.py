@@ -1,6 +1,6 @@
 """Drawing the zero-training certificate's groups (RGBC proposal §method step 1): screen groups of
 K rollouts for every task, confirm groups for the screen-bearing ones, all through the one
-sample -> extract -> verify stage (``coevo.stages.sample_verify``) on the audit stream, so no
+sample -> extract -> verify stage (``coevo.stages.step.sample_verify``) on the audit stream, so no
 training RNG moves.  The certificate's numbers are the audit's pure functions over these
 groups (``coevo.audit.certify.certificate_from_groups``); ``coevo certify`` calls ``certify``.
 """
@@ -14,16 +14,16 @@ import numpy as np
 
 from coevo.audit.certify import CertifyError, certificate_from_groups
 from coevo.core.endpoints import completion_errors, first_cause, is_error
-from coevo.core.policy import SamplingParams
-from coevo.stages import sample_verify as sv
+from coevo.stages import step as sv
+from coevo.stages.step import Draw, StepContext
 
 CHUNK = 16  # prompts per sampling call
 REF = "reference"  # the stage's target name: each task's reference answer
 
-Draw = Callable[[list[int]], "tuple[list[list[Optional[str]]], Sequence[float]]"]
+DrawFn = Callable[[list[int]], "tuple[list[list[Optional[str]]], Sequence[float]]"]
 
 
-def screen_confirm(draw: Draw, n: int) -> dict:
+def screen_confirm(draw: DrawFn, n: int) -> dict:
     """Screen groups for all ``n`` tasks, confirm groups for the bearing ones (0 < mu_1 < 1).
 
     ``draw(task_indices)`` -> (per task its K extracted answers, per task the share judged
@@ -76,19 +76,18 @@ def mode_flags(verifier, groups: dict, references: Sequence[str]) -> tuple[np.nd
     return agrees, share
 
 
-def pass_rates(policy, world, tasks: Sequence[Any], verifier, n: int, sampling: SamplingParams) -> list[float]:
+def pass_rates(ctx: StepContext, policy, tasks: Sequence[Any], n: int) -> list[float]:
     """Plug-in pass rate per task from ``n`` samples (the stage, ``CHUNK`` prompts per call)."""
-    got = sv.sample_verify(policy, world, tasks, n, sampling, verifier, {REF: [t.reference for t in tasks]},
-                           chunk=CHUNK)
+    got = sv.sample_verify(ctx, policy, tasks, n, {REF: [t.reference for t in tasks]}, Draw(chunk=CHUNK))
     return got.mus(REF)
 
 
-def certify(policy, world, tasks: Sequence[Any], verifier, k: int = 4, sampling=None, batch: int = 32,
+def certify(ctx: StepContext, policy, tasks: Sequence[Any], k: int = 4, batch: int = 32,
             doubt_stable: float = 0.75, truth_p: Optional[Sequence[float]] = None, chunk: int = CHUNK,
             n_boot: int = 1000, seed: int = 0, progress: Optional[Callable[[str], None]] = None) -> dict:
-    """The certificate of a frozen ``policy`` on ``tasks`` (``world.solver_prompt`` prompts,
-    ``world.extract_answer`` answers, ``verifier.match_many`` judgements; sampling on the audit
-    stream so no training RNG moves).  ``errors``: the model-server calls (one per task and group) that
+    """The certificate of a frozen ``policy`` on ``tasks`` (the context's world: ``solver_prompt``
+    prompts, ``extract_answer`` answers; its verifier: ``match_many`` judgements; its sampling, on the
+    audit stream so no training RNG moves).  ``errors``: the model-server calls (one per task and group) that
     failed after their retries; a task one of whose groups a failed call touched is left out of every
     number (``errors["excluded_tasks"]``), so an error never counts as a wrong answer (a first batch that
     fails whole stops the certificate: ``EndpointDown``)."""
@@ -100,15 +99,16 @@ def certify(policy, world, tasks: Sequence[Any], verifier, k: int = 4, sampling=
     refs = [t.reference for t in tasks]
     if any(r is None for r in refs):
         raise CertifyError("every task needs a reference answer")
-    sp = replace(sampling or SamplingParams(), stream="audit")
+    world, verifier = ctx.world, ctx.verifier
+    audit = replace(ctx, sampling=replace(ctx.sampling, stream="audit"))
     t0 = time.time()
     report = (lambda done, total: progress(f"sampled {done}/{total} tasks")) if progress else None
 
     errors = {"failed": 0, "calls": 0, "first": ""}  # model-server calls that failed after retries (openai)
 
     def draw(idx: list[int]):
-        got = sv.sample_verify(policy, world, [tasks[i] for i in idx], k, sp, verifier,
-                               {REF: [refs[i] for i in idx]}, chunk=chunk, progress=report)
+        got = sv.sample_verify(audit, policy, [tasks[i] for i in idx], k, {REF: [refs[i] for i in idx]},
+                               Draw(chunk=chunk, progress=report))
         failed, calls = completion_errors(got.outs)
         errors["failed"] += failed
         errors["calls"] += calls

@@ -161,7 +161,7 @@ def rollout(policy: Policy, world: Any, prompts: Sequence[str], n: int, sampling
 
 def solve_multiturn(solver: Policy, world: Any, tasks: Sequence[Task], n: int, sampling: SamplingParams,
                     max_turns: int = 4, max_total_tokens: int | None = None) -> list[list[Completion]]:
-    """``coevo.stages.sample_verify.solve`` with tools: the world's solver prompt and response format,
+    """``coevo.stages.step.solve`` with tools: the world's solver prompt and response format,
     tasks as the tool's context."""
     if not tasks:
         return []

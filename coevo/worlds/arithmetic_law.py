@@ -6,7 +6,7 @@ each accepted task gets a true solve probability p drawn from ``law`` (from a ha
 seed and the task id, so the Synthesizer cannot steer it), and each rollout is the task's reference answer with
 probability p, else a wrong integer (from a hash of the task, the draw's key and the rollout's index: runs are
 deterministic and resume to the same answers). A recipe uses the scripted answers through
-``scripted_sampler(key)`` (the ``sampler`` of ``coevo.stages.group.draw_group``); no model samples them, so
+``scripted_sampler(key)`` (the ``sampler`` of ``coevo.stages.step.draw_group``); no model samples them, so
 there is nothing to train the Reasoner on (the RGBC recipe refuses it unless ``synco.reasoner_updates=false``).
 Held-out evaluation is the real (frozen) Reasoner's, on the arithmetic world's set.
 

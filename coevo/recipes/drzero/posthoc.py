@@ -34,8 +34,7 @@ from coevo.core.world import QUESTION, ParseResult, role_sampling
 from coevo.ledger.rows import dumps, task_row, verdict_row_of
 from coevo.ledger.store import StepWriter
 from coevo.recipes.drzero import steps
-from coevo.stages.sample_verify import sampling_error_reason
-from coevo.stages.group import draw_group
+from coevo.stages.step import Draw, draw_group, sampling_error_reason
 from coevo.stages.rollout import rollout
 
 AUDIT_CONTEXT_SEED = 1_000_000  # audit contexts: run seed + this; training contexts: run seed + step (< 10^6)
@@ -77,7 +76,7 @@ def post_hoc_audit(rec, spec, w: StepWriter) -> dict:
     """The audit step (module docstring): ledger rows (tasks of source ``audit``, rollouts of purposes
     ``audit_*``, the oracle's verdicts on the labels) and ``{"post_hoc_audit": audit_counts(...)}``."""
     dz, world = rec.cfg.drzero, rec.world
-    ctx = rec.ctx(spec)
+    ctx = rec.ctx.at(spec)
     contexts, comps, parsed = audit_proposals(rec, dz.audit_prompts)
     valid = [i for i, p in enumerate(parsed) if p.ok]
     tasks = [parsed[i].task for i in valid]
@@ -87,9 +86,9 @@ def post_hoc_audit(rec, spec, w: StepWriter) -> dict:
     acc = [j for j, lab in enumerate(labels) if lab is not None]
     agrees = [None] * len(tasks)
     if acc:
-        g = draw_group(ctx, rec.solver, [tasks[j] for j in acc], dz.n_answers, rec.sp, "audit_score",
-                       {"label": [labels[j] for j in acc], "oracle": [truths[j] for j in acc]}, role="solver",
-                       stream=STREAM, sampler=rec.solve_sampler())
+        g = draw_group(ctx, rec.solver, [tasks[j] for j in acc], dz.n_answers, "audit_score",
+                       {"label": [labels[j] for j in acc], "oracle": [truths[j] for j in acc]},
+                       Draw(stream=STREAM, sampler=rec.solve_sampler()))
         w.extend(g.rows)
         for jj, a in enumerate(steps.group_agreement(rec, g, [labels[j] for j in acc])):
             agrees[acc[jj]] = a

@@ -44,8 +44,7 @@ from coevo.recipes.base import RecipeBase, StepSpec, renumber, round_plan
 from coevo.recipes.drzero import posthoc, steps
 from coevo.recipes.drzero.crossfit import AUX_ROLES, question_fold, source_folds
 from coevo.recipes.drzero.rewards import crossfit_reward
-from coevo.stages.sample_verify import sampling_error_reason
-from coevo.stages.group import update_role
+from coevo.stages.step import Scored, sampling_error_reason, update_role
 from coevo.stages.rollout import rollout
 
 
@@ -120,7 +119,7 @@ class DrZeroRecipe(RecipeBase):
         if spec.phase_step == 0:  # a new round: a new dataset and a new audit
             self.dataset, self.audit_items = [], []
             self.cursor = {k: 0 for k in self.cursor}
-        ctx, dz = self.ctx(spec), self.cfg.drzero
+        ctx, dz = self.ctx.at(spec), self.cfg.drzero
         contexts, comps, ids, parsed = self._propose(spec)
         valid = [i for i, p in enumerate(parsed) if p.ok]
         tasks = [parsed[i].task for i in valid]
@@ -135,7 +134,7 @@ class DrZeroRecipe(RecipeBase):
         rewards, comp = self._proposer_rewards(parsed, valid, acc, score, rejects)
         hops = [int(cx.hops) for cx in contexts]
         adv = steps.hop_advantages(rewards, hops, dz.advantage_variant)
-        up = update_role(ctx, self.proposer, "proposer", comps, rewards, 1, ids, ids, comp, advantages=adv)
+        up = update_role(ctx, self.proposer, "proposer", Scored(comps, rewards, ids, components=comp, advantages=adv))
         w.extend(up.rows)
         self._record(spec, tasks, labels, acc, folds, score, checks)
         w.add("tasks", self._task_rows(spec, comps, ids, parsed, valid, labels, rejects, acc, folds, score,
@@ -216,7 +215,7 @@ class DrZeroRecipe(RecipeBase):
     def _score(self, spec: StepSpec, w: StepWriter) -> dict:
         """The replay's scoring: n_answers answers per bank question by the auxiliary solver its
         strategy names (after the aux steps), the oracle's verdicts, and the audit items."""
-        ctx, n = self.ctx(spec), self.cfg.drzero.n_answers
+        ctx, n = self.ctx.at(spec), self.cfg.drzero.n_answers
         tasks = [Task(d["task_id"], d["question"], d["label"], meta=dict(d["meta"])) for d in self.dataset]
         labels, folds = [t.reference for t in tasks], [d["fold"] for d in self.dataset]
         truths = [self.world.oracle(t) for t in tasks]

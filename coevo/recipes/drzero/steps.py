@@ -18,7 +18,7 @@ from coevo.ledger.store import StepWriter
 from coevo.core.world import ANSWER, Task, role_sampling
 from coevo.recipes.drzero.crossfit import AUX_ROLES, retrieval_sources, scorer_fold, with_sources
 from coevo.recipes.drzero.rewards import crossfit_reward, drzero_proposer_reward, hrpo_advantages, msv_accept
-from coevo.stages.group import draw_group, update_role
+from coevo.stages.step import Draw, draw_group, update_role
 from coevo.stages.rollout import rollout
 
 MSV_REASONS = ("msv-no-source-answer", "msv-no-blind-answer", "msv-disagree")  # coevo.recipes.drzero.rewards.msv_accept
@@ -39,8 +39,7 @@ class Parts(Protocol):
     max_turns: int
     auditor: Optional[Any]  # the auditor model, when audit.auditor names one
     run_id: str
-
-    def ctx(self, spec) -> Any: ...
+    ctx: Any  # the recipe's StepContext (coevo.stages.step); ``ctx.at(spec)``: at a step
 
     def solve_sampler(self) -> Any: ...
 
@@ -91,10 +90,10 @@ def msv_labels(rec: Parts, ctx, tasks: list[Task], w: StepWriter, prefix: str = 
     if not tasks:
         return [], [], 0
     drafts = {"draft": [t.reference for t in tasks]}
-    ga = draw_group(ctx, rec.solver, tasks, dz.msv_source_aware, rec.sp, f"{prefix}msv_src", drafts,
-                    stream=stream, sampler=source_aware_sampler(rec))
-    gb = draw_group(ctx, rec.solver, tasks, dz.msv_blind, rec.sp, f"{prefix}msv_blind", drafts, stream=stream,
-                    sampler=rec.solve_sampler())
+    ga = draw_group(ctx, rec.solver, tasks, dz.msv_source_aware, f"{prefix}msv_src", drafts,
+                    Draw(stream=stream, sampler=source_aware_sampler(rec)))
+    gb = draw_group(ctx, rec.solver, tasks, dz.msv_blind, f"{prefix}msv_blind", drafts,
+                    Draw(stream=stream, sampler=rec.solve_sampler()))
     w.extend(ga.rows)
     w.extend(gb.rows)
     labels, reasons = [], []
@@ -133,9 +132,8 @@ def score_group(rec: Parts, ctx, tasks: list[Task], labels: list, truths: list, 
             continue
         ts = [with_sources(tasks[j], src if src is None or not own else src | {tasks[j].meta.get("source_id")})
               for j in idx]
-        g = draw_group(ctx, pol, ts, n, rec.sp, "score", {"label": [labels[j] for j in idx],
-                                                          "oracle": [truths[j] for j in idx]},
-                       role=role, sampler=rec.solve_sampler())
+        g = draw_group(ctx, pol, ts, n, "score", {"label": [labels[j] for j in idx], "oracle": [truths[j] for j in idx]},
+                       Draw(role=role, sampler=rec.solve_sampler()))
         w.extend(g.rows)
         agrees, maj = group_agreement(rec, g, [labels[j] for j in idx], majority=True)
         for jj, j in enumerate(idx):
@@ -171,15 +169,13 @@ def train_on(rec: Parts, spec, w: StepWriter, policy, role: str, items: list[dic
     src = None if main else retrieval_sources(fold, rec.cf.fold_strategy, rec.folds, rec.cf.retrieve_in_fold)
     tasks = [with_sources(Task(d["task_id"], d["question"], d["label"], meta=dict(d["meta"])), src) for d in batch]
     truths = [rec.world.oracle(t) for t in tasks]
-    ctx = rec.ctx(spec)
+    ctx = rec.ctx.at(spec)
     purpose = "train" if main else "aux_train"
-    g = draw_group(ctx, policy, tasks, group, rec.sp, purpose, {"label": [d["label"] for d in batch],
-                                                               "oracle": truths},
-                   role=role, rid="{task}-s{step}-{purpose}-{k}", sampler=rec.solve_sampler())
+    g = draw_group(ctx, policy, tasks, group, purpose, {"label": [d["label"] for d in batch], "oracle": truths},
+                   Draw(role=role, rid="{task}-s{step}-{purpose}-{k}", sampler=rec.solve_sampler()))
     rewards = np.array([1.0 if v.value == 1 else 0.0 for vs in g.verdicts["label"] for v in vs])
     oracle = [v.value == 1 for vs in g.verdicts["oracle"] for v in vs]
-    ids = [r["rollout_id"] for r in g.rows["rollouts"]]
-    up = update_role(ctx, policy, role, g.completions(), rewards, group, ids, [r["task_id"] for r in g.rows["rollouts"]])
+    up = update_role(ctx, policy, role, g.scored(rewards))
     w.extend(g.rows)
     w.extend(up.rows)
     key = "solver_reward_mean" if main else "reward_mean"

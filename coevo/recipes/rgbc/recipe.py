@@ -38,7 +38,7 @@ from coevo.recipes.rgbc.state import Candidate, TaskState, interim_tasks, match_
 from coevo.recipes.rgbc.arms import ArmFacts, synthesizer_arm_reward
 from coevo.rewards.formulas import advantage_magnitude, quality_gate
 from coevo.recipes.rgbc.k_arm import adv_hat_reward, budget_matched_tasks
-from coevo.stages.group import StepContext, draw_group, match_grouped, update_role
+from coevo.stages.step import Draw, Scored, StepContext, draw_group, match_grouped, update_role
 from coevo.recipes.rgbc.validate import (VALIDATOR_KIND, consensus_from_verdicts, reasoner_answer, reasoner_rewards,
                                    validate_outputs)
 from coevo.core.world import SYNTHESIS, Task, role_sampling
@@ -113,7 +113,7 @@ class RGBCRecipe(RecipeBase):
 
     # ------------------------------------------------------------------ the step
     def _train(self, spec: StepSpec, w: StepWriter) -> dict:
-        ctx = self.ctx(spec)
+        ctx = self.ctx.at(spec)
         cands, extra = self._synthesize(spec, w)
         states = self._consensus(ctx, cands, w)
         truth = self._reference_truth(spec, cands, w)
@@ -226,9 +226,9 @@ class RGBCRecipe(RecipeBase):
         targets = {"reference": [t.reference for t in tasks],
                    "oracle": truths if self.world.has_oracle else None}
         scripted = getattr(self.world, "scripted_sampler", None)  # a world that fixes the pass rates
-        return draw_group(ctx, self.solver, tasks, n, self.sp, purpose, targets, offset=offset, stream=stream,
-                          extract=lambda c: reasoner_answer(self.world, c),
-                          sampler=scripted(f"{ctx.step}:{purpose}:{offset}") if scripted else None)
+        return draw_group(ctx, self.solver, tasks, n, purpose, targets,
+                          Draw(offset=offset, stream=stream, extract=lambda c: reasoner_answer(self.world, c),
+                               sampler=scripted(f"{ctx.step}:{purpose}:{offset}") if scripted else None))
 
     def _audit_pass_rates(self, ctx: StepContext, states: list[TaskState], w: StepWriter, post: bool) -> None:
         """True pass rate (vs oracle) and reference-match rate per task from many extra samples
@@ -332,8 +332,9 @@ class RGBCRecipe(RecipeBase):
         items = [f"{s.task.task_id}-screen-{k}" for s in train for k in range(K)]
         components = [{"formatted": s.formatted[k], "anchor": "mode" if s.anchor != s.reference else "reference"}
                       for s in train for k in range(K)]
-        up = update_role(ctx, self.solver, "solver", comps, rewards, K, items,
-                         [s.task.task_id for s in train for _ in range(K)], components)
+        up = update_role(ctx, self.solver, "solver", Scored(comps, rewards, items, [s.task.task_id for s in train
+                                                                                  for _ in range(K)],
+                                                              group_size=K, components=components))
         w.extend(up.rows)
         return up.metrics, rewards
 
@@ -377,8 +378,9 @@ class RGBCRecipe(RecipeBase):
             comps.append(comp)
             stats.append(row)
             tasks.append(self._task_row(ctx, c))
-        up = update_role(ctx, self.synth, "synthesizer", [c.completion for c in cands], rewards, sc.synth_group,
-                         [c.task_id for c in cands], [c.task_id for c in cands], comps)
+        up = update_role(ctx, self.synth, "synthesizer", Scored([c.completion for c in cands], rewards,
+                                                                [c.task_id for c in cands], group_size=sc.synth_group,
+                                                                components=comps))
         w.add("tasks", tasks)
         w.add("task_stats", stats)
         w.extend(up.rows)

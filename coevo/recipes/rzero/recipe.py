@@ -18,8 +18,7 @@ from coevo.ledger.store import StepWriter
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan
 from coevo.rewards import challenger_reward, keep_for_solver, keep_in_band, uncertainty_reward
 from coevo.rewards.repetition import repetition_penalty
-from coevo.stages.sample_verify import propose, sampling_error_reason
-from coevo.stages.group import draw_group, update_role
+from coevo.stages.step import Draw, Scored, draw_group, propose, sampling_error_reason, update_role
 from coevo.core.world import Task
 
 
@@ -59,9 +58,8 @@ class RZeroRecipe(RecipeBase):
         """m solver answers per task, majority vote, verdict rows vs pseudo-label and oracle.
         Returns the votes and, per task, the oracle's verdict value on its label (the verdict of
         an answer equal to the label: the label is one of the answers; None without an oracle)."""
-        ctx = self.ctx(spec)
         truths = [self.world.oracle(t) for t in tasks] if self.world.has_oracle else None
-        g = draw_group(ctx, self.solver, tasks, m or self.cfg.rzero.m, self.sp, purpose, {"oracle": truths})
+        g = draw_group(self.ctx.at(spec), self.solver, tasks, m or self.cfg.rzero.m, purpose, {"oracle": truths})
         votes = self.verifier.majority_votes(g.answers)
         label_rows = []
         for j, (t, vote) in enumerate(zip(tasks, votes)):
@@ -88,8 +86,9 @@ class RZeroRecipe(RecipeBase):
     # ------------------------------------------------------------------ phases
     def _challenger(self, spec: StepSpec, w: StepWriter) -> dict:
         rz = self.cfg.rzero
-        props = propose(self.challenger, self.world, rz.challenger_prompts, rz.challenger_group, self.sp,
-                        id_prefix=f"s{spec.step}", seed=self.cfg.seed + spec.step)
+        ctx = self.ctx.at(spec)
+        props = propose(ctx, self.challenger, rz.challenger_prompts, rz.challenger_group, id_prefix=f"s{spec.step}",
+                        seed=self.cfg.seed + spec.step)
         valid = [i for i, p in enumerate(props) if p.parsed.ok]
         rewards = np.full(len(props), rz.format_failure_reward, dtype=float)
         comp: list[dict[str, Any]] = [{"format_ok": False, "reason": p.parsed.reason} for p in props]
@@ -108,8 +107,9 @@ class RZeroRecipe(RecipeBase):
                            "r_rep": float(r_rep[j]), "pseudo_label": votes[j].label}
         ids = [p.task.task_id if p.task else f"s{spec.step}-{p.group}-{i % rz.challenger_group}"
                for i, p in enumerate(props)]
-        up = update_role(self.ctx(spec), self.challenger, "challenger", [p.completion for p in props], rewards,
-                         rz.challenger_group, ids, ids, comp)
+        up = update_role(ctx, self.challenger, "challenger",
+                         Scored([p.completion for p in props], rewards, ids, group_size=rz.challenger_group,
+                                components=comp))
         w.add("tasks", [self._task_row(spec, p, ids[i], "challenger", pseudo_label=comp[i].get("pseudo_label"),
                                        p_hat=comp[i].get("p_hat"), kept=None, meta_json=dumps({"group": p.group}))
                         for i, p in enumerate(props)])
@@ -119,7 +119,7 @@ class RZeroRecipe(RecipeBase):
 
     def _dataset(self, spec: StepSpec, w: StepWriter) -> dict:
         rz = self.cfg.rzero
-        props = propose(self.challenger, self.world, rz.n_candidates, 1, self.sp, id_prefix=f"s{spec.step}",
+        props = propose(self.ctx.at(spec), self.challenger, rz.n_candidates, 1, id_prefix=f"s{spec.step}",
                         seed=self.cfg.seed + spec.step)
         valid = [p for p in props if p.parsed.ok]
         m = rz.filter_samples if rz.solver_filter == "reference" else rz.m
@@ -169,13 +169,12 @@ class RZeroRecipe(RecipeBase):
         tasks = [Task(task_id=d["task_id"], question=d["question"], reference=d["label"],
                       meta={"difficulty": d["difficulty"]}) for d in batch]
         truths = [self.world.oracle(t) for t in tasks] if self.world.has_oracle else None
-        g = draw_group(self.ctx(spec), self.solver, tasks, rz.solver_group, self.sp, "train",
+        ctx = self.ctx.at(spec)
+        g = draw_group(ctx, self.solver, tasks, rz.solver_group, "train",
                        {"pseudo_label": [d["label"] for d in batch], "oracle": truths},
-                       rid="{task}-s{step}-train-{k}")
+                       Draw(rid="{task}-s{step}-train-{k}"))
         rewards = np.array([1.0 if v.value == 1 else 0.0 for vs in g.verdicts["pseudo_label"] for v in vs])
-        ids = [r["rollout_id"] for r in g.rows["rollouts"]]
-        up = update_role(self.ctx(spec), self.solver, "solver", g.completions(), rewards, rz.solver_group, ids,
-                         [r["task_id"] for r in g.rows["rollouts"]])
+        up = update_role(ctx, self.solver, "solver", g.scored(rewards))
         w.extend(g.rows)
         w.extend(up.rows)
         return {"solver_reward_mean": float(rewards.mean()), "loss": up.metrics}

@@ -40,8 +40,7 @@ from coevo.recipes.vgopd.steps import (criteria_scorer, expert_values, finite_or
                                        rechecks_for, score_items, step_metrics, token_advantages, verdict_rows)
 from coevo.rl.grpo import group_advantages
 from coevo.rl.grpo import to_groups
-from coevo.stages.sample_verify import answer_of, solve
-from coevo.stages.group import draw_group, update_role
+from coevo.stages.step import Draw, answer_of, draw_group, solve, update_role
 
 
 @dataclass(frozen=True)
@@ -105,9 +104,9 @@ class VgopdRecipe(RecipeBase):
     def _train(self, spec: StepSpec, w: StepWriter) -> dict:
         vc, G = self.vc, self.vc.group
         tasks = self.world.sample_tasks(vc.prompts, seed=spec.step)
-        ctx = self.ctx(spec)
-        g = draw_group(ctx, self.student, tasks, G, self.sp, "train", {"oracle": [self.world.oracle(t) for t in tasks]},
-                       role="student", rid="{task}-s{step}-train-{k}")
+        ctx = self.ctx.at(spec)
+        g = draw_group(ctx, self.student, tasks, G, "train", {"oracle": [self.world.oracle(t) for t in tasks]},
+                       Draw(role="student", rid="{task}-s{step}-train-{k}"))
         w.extend(g.rows)
         ex_ans = self._expert_greedy(spec, tasks, w)
         ids = [r["rollout_id"] for r in g.rows["rollouts"]]
@@ -127,8 +126,7 @@ class VgopdRecipe(RecipeBase):
         adv, taught = token_advantages(self.student, self.experts, g.completions(), seq.tolist(), gates,
                                        self.casa.kl_coef, self.casa.kl_tau, self.casa.kl_clip)
         comps = [{"arm": self.casa.arm, "n_licences": len(gt), "taught_tokens": taught[i]} for i, gt in enumerate(gates)]
-        up = update_role(ctx, self.student, "student", g.completions(), np.asarray(rewards), G, ids,
-                         [t.task_id for t, _ in flat], comps, advantages=adv)
+        up = update_role(ctx, self.student, "student", g.scored(rewards, components=comps, advantages=adv))
         w.extend(up.rows)
         self._probes(spec, w)
         return self._metrics(flat, gs, taught, up.metrics)

@@ -128,7 +128,7 @@ class TinyAttacker:
     def answers(self, requests: Sequence[dict]) -> List[Optional[str]]:
         from coevo.core.policy import SamplingParams
         from coevo.criteria.verifier import locate
-        from coevo.stages.sample_verify import first_answers
+        from coevo.stages.step import first_answers
 
         tasks = {r["question"]: r["task"] for r in requests}
         questions = sorted(tasks)
