@@ -4,10 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from coevo.rewards import (
-    advantage_magnitude, challenger_reward, criteria_scores, keep_for_solver, quality_gate, teachability,
-    uncertainty_reward,
-)
+from coevo.recipes.rzero.rewards import challenger_reward, keep_for_solver, uncertainty_reward
+from coevo.rewards import advantage_magnitude, criteria_scores, quality_gate, teachability
 
 MU4 = np.array([0, 0.25, 0.5, 0.75, 1.0])
 
@@ -86,7 +84,7 @@ def test_criteria_scores_clipping_and_edge_cases():
 
 def test_keep_in_band_is_rzero_code_filter_3_to_7_of_9():
     """R-Zero's code: 9 answers, keep 0.3 <= score <= 0.8 -> 3..7 of 9 (question_evaluate/upload.py)."""
-    from coevo.rewards import keep_in_band
+    from coevo.recipes.rzero.rewards import keep_in_band
 
     p = np.arange(10) / 9
     assert np.nonzero(keep_in_band(p))[0].tolist() == [3, 4, 5, 6, 7]

@@ -164,8 +164,8 @@ def challenger_scores(texts: Sequence[Optional[str]], rv, answers: Optional[dict
     question's Solver answers (``answers[i]``, else ``solver_fn(questions)`` -> raw Solver outputs per
     question) and r_rep = lambda |C|/B over the batch's BLEU clusters (B = the whole batch, as R-Zero's
     code); a question that fails to parse gets ``format_failure_reward`` (paper 0, R-Zero code -1).
-    Formulas and options of ``coevo.recipes.rzero`` (``coevo.rewards``)."""
-    from coevo.rewards import challenger_reward, uncertainty_reward
+    Formulas and options of ``coevo.recipes.rzero`` (``coevo.recipes.rzero.rewards``)."""
+    from coevo.recipes.rzero.rewards import challenger_reward, uncertainty_reward
     from coevo.rewards.repetition import repetition_penalty
     from coevo.worlds.math import MathWorld
 

@@ -1,17 +1,5 @@
-"""Reward formulas (pure functions). See coevo/rewards/formulas.py and docs/formulas.md."""
-from coevo.rewards.formulas import (
-    UNCERTAINTY_VARIANTS,
-    advantage_magnitude,
-    challenger_reward,
-    criteria_scores,
-    keep_for_solver,
-    keep_in_band,
-    quality_gate,
-    teachability,
-    uncertainty_reward,
-)
+"""Reward formulas (pure functions) that two or more recipes use. See coevo/rewards/formulas.py and docs/formulas.md;
+one recipe's own formulas live in its folder (``coevo/recipes/<recipe>/rewards.py``)."""
+from coevo.rewards.formulas import advantage_magnitude, criteria_scores, quality_gate, teachability
 
-__all__ = [
-    "teachability", "quality_gate", "advantage_magnitude", "uncertainty_reward", "challenger_reward",
-    "keep_for_solver", "keep_in_band", "criteria_scores", "UNCERTAINTY_VARIANTS",
-]
+__all__ = ["teachability", "quality_gate", "advantage_magnitude", "criteria_scores"]

@@ -5,11 +5,12 @@ Every function accepts a Python scalar or a numpy array and returns the same sha
 
 * RGBC proposal §background (SynCo appendix B.2, eqs. 24–25): ``teachability``, ``quality_gate``;
 * RGBC proposal §core idea (RGBC): ``advantage_magnitude``;
-* R-Zero: ``uncertainty_reward``, ``challenger_reward``, ``keep_for_solver``;
 * CASA proposal §corollary 1 (CASA): ``criteria_scores``.
 
 A reward that only one recipe folder uses lives there: SynCo's and RGBC's Synthesizer rewards in
-``coevo/recipes/rgbc/rewards.py``, CrossFit's in ``coevo/recipes/drzero/rewards.py``.
+``coevo/recipes/rgbc/rewards.py``, CrossFit's in ``coevo/recipes/drzero/rewards.py``, R-Zero's
+uncertainty and Challenger rewards and its Solver-set filters in ``coevo/recipes/rzero/rewards.py``
+(which build on ``as_array`` / ``like_input`` / ``check_unit`` here: scalar in, float out).
 
 See docs/formulas.md for the table of formulas and the published arithmetic we re-checked.
 """
@@ -20,24 +21,23 @@ from typing import Any, Dict, Sequence
 
 import numpy as np
 
-__all__ = [
-    "teachability", "quality_gate", "advantage_magnitude", "uncertainty_reward", "challenger_reward",
-    "keep_for_solver", "keep_in_band", "criteria_scores", "UNCERTAINTY_VARIANTS",
-]
-
-UNCERTAINTY_VARIANTS = ("paper", "reference")
+__all__ = ["teachability", "quality_gate", "advantage_magnitude", "criteria_scores", "as_array", "like_input",
+           "check_unit"]
 
 
-def _out(x: np.ndarray, scalar: bool):
+def like_input(x: np.ndarray, scalar: bool):
+    """A formula's result in the input's shape: a float for a scalar input."""
     return float(x) if scalar else x
 
 
-def _arr(x) -> tuple[np.ndarray, bool]:
+def as_array(x) -> tuple[np.ndarray, bool]:
+    """The input as a float array, and whether it was a scalar."""
     a = np.asarray(x, dtype=float)
     return a, a.ndim == 0
 
 
-def _check_unit(a: np.ndarray, name: str) -> None:
+def check_unit(a: np.ndarray, name: str) -> None:
+    """ValueError unless every value lies in [0, 1]."""
     if np.any((a < 0) | (a > 1)):
         raise ValueError(f"{name} must lie in [0, 1]")
 
@@ -48,9 +48,9 @@ def teachability(mu):
     RGBC proposal §background (SynCo appendix B.2, eq. 25). With K = 4 rollouts mu is in
     {0, .25, .5, .75, 1}, so T takes only the three values {0, .5, 1}.
     """
-    a, s = _arr(mu)
-    _check_unit(a, "mu")
-    return _out(np.where(a <= 0.5, 2.0 * a, 2.0 * (1.0 - a)), s)
+    a, s = as_array(mu)
+    check_unit(a, "mu")
+    return like_input(np.where(a <= 0.5, 2.0 * a, 2.0 * (1.0 - a)), s)
 
 
 def quality_gate(v):
@@ -58,8 +58,8 @@ def quality_gate(v):
 
     RGBC proposal §background (SynCo appendix B.2, eq. 24): scores below 0.5 are zeroed.
     """
-    a, s = _arr(v)
-    return _out(np.clip((a - 0.5) / 0.5, 0.0, 1.0), s)
+    a, s = as_array(v)
+    return like_input(np.clip((a - 0.5) / 0.5, 0.0, 1.0), s)
 
 
 def advantage_magnitude(mu_tilde, n: int):
@@ -70,66 +70,9 @@ def advantage_magnitude(mu_tilde, n: int):
     """
     if n < 2:
         raise ValueError("n must be >= 2")
-    a, s = _arr(mu_tilde)
-    _check_unit(a, "mu_tilde")
-    return _out(n / (n - 1.0) * a * (1.0 - a), s)
-
-
-def uncertainty_reward(p_hat, variant: str = "paper"):
-    """R-Zero challenger uncertainty reward.
-
-    R-Zero §2.2. ``variant="paper"`` (default): r_unc = 1 - 2|p_hat - 1/2|;
-    ``variant="reference"``: min(p_hat, 1 - p_hat), the formula of the reference code.
-    The two differ by exactly a factor of 2 (paper = 2 * reference), which changes the
-    balance against the repetition penalty lambda * |C| / B.
-    """
-    a, s = _arr(p_hat)
-    _check_unit(a, "p_hat")
-    if variant == "paper":
-        r = 1.0 - 2.0 * np.abs(a - 0.5)
-    elif variant == "reference":
-        r = np.minimum(a, 1.0 - a)
-    else:
-        raise ValueError(f"variant must be one of {UNCERTAINTY_VARIANTS}, got {variant!r}")
-    return _out(r, s)
-
-
-def challenger_reward(p_hat, r_rep, variant: str = "paper"):
-    """R-Zero challenger reward r = max(0, r_unc - r_rep).
-
-    R-Zero §2.2; ``variant`` as in :func:`uncertainty_reward`. A malformed
-    challenger output (no ``<question>``) gets 0 before this is computed.
-    """
-    u = np.asarray(uncertainty_reward(p_hat, variant))
-    r = np.maximum(0.0, u - np.asarray(r_rep, dtype=float))
-    return float(r) if r.ndim == 0 else r
-
-
-def keep_in_band(p_hat, low: float = 0.3, high: float = 0.8):
-    """R-Zero's *code* solver-dataset filter: keep iff low <= p_hat <= high (both ends included).
-
-    ``question_evaluate/upload.py`` in the R-Zero repository keeps ``min_score <= score <=
-    max_score`` with ``--min_score 0.3 --max_score 0.8`` (``scripts/solver_train.sh``), where
-    ``score`` is the majority share of ``--num_samples 9`` answers (``question_evaluate/evaluate.py``):
-    3..7 of 9 are kept. The paper states |p_hat - 1/2| <= delta over m = 10 (:func:`keep_for_solver`).
-    A 1e-9 tolerance absorbs float error.
-    """
-    if not 0 <= low <= high <= 1:
-        raise ValueError(f"need 0 <= low <= high <= 1, got [{low}, {high}]")
-    a, s = _arr(p_hat)
-    keep = (a >= low - 1e-9) & (a <= high + 1e-9)
-    return bool(keep) if s else keep
-
-
-def keep_for_solver(p_hat, delta: float = 0.25):
-    """R-Zero solver-dataset filter: keep iff |p_hat - 1/2| <= delta.
-
-    R-Zero §2.3, §3.1: with m = 10 answers and delta = 0.25 this keeps
-    3..7 of 10 agreeing with the majority. A 1e-9 tolerance absorbs float error.
-    """
-    a, s = _arr(p_hat)
-    keep = np.abs(a - 0.5) <= delta + 1e-9
-    return bool(keep) if s else keep
+    a, s = as_array(mu_tilde)
+    check_unit(a, "mu_tilde")
+    return like_input(n / (n - 1.0) * a * (1.0 - a), s)
 
 
 def _is_unknown(v: Any) -> bool:

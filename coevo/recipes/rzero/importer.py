@@ -119,7 +119,7 @@ def _rollout(run_id: str, rnd: int, rid: str, tid: str, k: int, answer: Optional
 def round_rows(run_id: str, rnd: int, items: list[dict], refs: dict, rv, delta: float) -> tuple[dict, dict]:
     """The ledger rows ``{table: rows}`` and step metrics of one R-Zero round (one save_name); ``rv``
     is a run verifier (``match_many``), ``refs`` question -> reference answer."""
-    from coevo.rewards import keep_for_solver
+    from coevo.recipes.rzero.rewards import keep_for_solver
 
     rows: dict[str, list] = defaultdict(list)
     pairs, where = [], []

@@ -16,7 +16,7 @@ from coevo.audit.truth import truth_metrics
 from coevo.ledger.rows import dumps, task_row, verdict_row
 from coevo.ledger.store import StepWriter
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan
-from coevo.rewards import challenger_reward, keep_for_solver, keep_in_band, uncertainty_reward
+from coevo.recipes.rzero.rewards import challenger_reward, keep_for_solver, keep_in_band, uncertainty_reward
 from coevo.rewards.repetition import repetition_penalty
 from coevo.stages.step import Draw, Scored, draw_group, propose, sampling_error_reason, update_role
 from coevo.core.world import Task
