@@ -243,7 +243,7 @@ def run_import(fn, *args, as_json: bool = False, **kwargs) -> None:
         emit(res, as_json)
 
 
-# ---------------------------------------------------------------------- failed endpoint calls (coevo.core.endpoints)
+# ---------------------------------------------------------------------- failed endpoint calls (coevo.core.verdict)
 # the error count every command that reaches an endpoint prints the same way (coevo/commands/*.py and the
 # recipe folders' commands): ``--max-error-rate``, a warning for some failed calls, one line and exit 2 above it
 MAX_ERROR_RATE_HELP = ("Exit 2 when more than this share of the calls to a model server, judge or retriever "
@@ -258,7 +258,7 @@ def max_error_rate_option():
 def check_errors(n_errors: int, n_calls: int, what: str, max_rate: float, cause: str = "") -> None:
     """After the result is printed: nothing when no call failed; a warning on stderr with the count when
     the share is within ``max_rate``; else one line naming the count and the first cause, exit 2."""
-    from coevo.core.endpoints import partial_warning, rate_exceeded
+    from coevo.core.verdict import partial_warning, rate_exceeded
 
     if n_errors <= 0:
         return

@@ -20,7 +20,7 @@ Metrics, per file and per ``level``:
   never instead of it.
 * ``errors_<run>`` of ``calls_<run>`` — questions whose model-server call failed after its
   retries (openai backend): errors, left out of every metric above, never wrong answers
-  (``coevo.core.endpoints``); when the first batch's calls all fail the evaluation stops
+  (``coevo.core.verdict``); when the first batch's calls all fail the evaluation stops
   (``EndpointDown``).
 """
 from __future__ import annotations
@@ -140,7 +140,7 @@ def _score_run(result: dict, tag: str, got, golds: list[list[str]], levels: list
     A completion the server failed to give (``finish_reason == "error"``) is an error: left out of
     accuracy and Cover-EM (a question all of whose samples failed is left out), counted in
     ``errors_<tag>`` of ``calls_<tag>`` (one call per question), never scored as wrong."""
-    from coevo.core.endpoints import completion_errors
+    from coevo.core.verdict import completion_errors
     from coevo.verify.answers import cover_em
 
     flat = [(j, c) for j, group in enumerate(got.outs) for c in group]

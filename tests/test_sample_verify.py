@@ -12,7 +12,7 @@ import pytest
 
 from coevo.backends.tiny import TinyPolicy
 from coevo.runner import ASSETS
-from coevo.core.endpoints import EndpointDown, completion_errors
+from coevo.core.verdict import EndpointDown, completion_errors
 from coevo.core.policy import Completion, LossConfig, SamplingParams
 from coevo.core.world import ANSWER, Task, role_sampling
 from coevo.stages import step as sv

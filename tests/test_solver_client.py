@@ -14,7 +14,7 @@ import pytest
 from conftest import JSONHandler
 
 from coevo.backends.openai_server import AuthError, ServerError
-from coevo.core.endpoints import EndpointDown
+from coevo.core.verdict import EndpointDown
 from coevo.integrations.solver_client import DEFAULT_PROMPT, SolverClient, settings_of, solve
 
 SUFFIX = DEFAULT_PROMPT.split("\n\n", 1)[1]

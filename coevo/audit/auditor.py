@@ -13,7 +13,7 @@ world knows the truth, so it tells how far a model auditor can be trusted).
   ``judge-unknown``, ``no-answer``), never a 0 or 1.  An endpoint that cannot be reached, times out or
   answers with errors after its retries is an **error** (``judge-unavailable``, ``Verdict.errored``),
   never an abstention: counted apart (``n_errors``); when every call of a batch fails, ``audit_many``
-  raises ``coevo.core.endpoints.EndpointDown`` (one line: the endpoint and the cause).
+  raises ``coevo.core.verdict.EndpointDown`` (one line: the endpoint and the cause).
   API keys only by reference: ``api_key_env`` names the variable (``coevo.secrets``).
 * :func:`auditor_false_agreement`: FF with the auditor's verdict as the truth of the proposer's
   answer (``coevo.audit.false_agreement.false_agreement_from_flags``: the one definition).
@@ -29,10 +29,9 @@ import numpy as np
 
 from coevo.audit.false_agreement import false_agreement_from_flags, is_known
 from coevo.audit.stats import Estimate, binomial_se
-from coevo.core.endpoints import is_error, raise_if_all_failed
 from coevo.secrets import DEFAULT_API_KEY_ENV, refuse_literal_key
 from coevo.verify.judge import JUDGE_CODE_VERSION, LLMJudge, raise_for_auth
-from coevo.core.verdict import Verdict
+from coevo.core.verdict import Verdict, is_error, raise_if_all_failed
 
 __all__ = ["AUDIT_PROMPT", "AUDIT_PROMPT_VERSION", "AuditorJudge", "Auditor", "auditor_false_agreement",
            "audit_agreement"]

@@ -26,7 +26,7 @@
   version the server is *known* to hold (it lags the trainer when a sync failed).
 * A request that still fails after all retries yields ``n`` Completions with
   ``finish_reason='error'`` and ``meta['error']`` (the reason): data for the ledger, counted as
-  errors (never as wrong answers; ``coevo.core.endpoints``), and ``stats['failed']`` of
+  errors (never as wrong answers; ``coevo.core.verdict``), and ``stats['failed']`` of
   ``stats['calls']``; when every call fails, the stage or the loop stops the command with one line
   (``EndpointDown``).  ``on_error='raise'`` raises ``ServerError`` at once.
 * ``forward_backward`` runs on the local trainer (``HFPolicy``); ``optim_step`` then

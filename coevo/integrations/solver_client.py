@@ -22,7 +22,7 @@ over across the comma-separated servers of ``base_url`` (the retry loop is the O
 ``coevo.backends.openai_server.post_retrying``). The key is sent by reference: ``api_key_env`` names the
 variable read at every request (``coevo.secrets``); HTTP 401/403 raises at once.
 
-Failing closed (``coevo.core.endpoints``): a question whose request still fails after its retries is an
+Failing closed (``coevo.core.verdict``): a question whose request still fails after its retries is an
 error, never empty answers that would count as a question nobody solved (p_hat 0). ``EndpointDown`` when
 every request of the call failed, ``ServerError`` when some did; both one line naming the server and the
 cause, and verl's reward worker (so the step) stops there.
@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from coevo.backends.openai_server import ServerError, post_retrying, request_seed
 from coevo.config import format_validation_error
-from coevo.core.endpoints import EndpointDown
+from coevo.core.verdict import EndpointDown
 from coevo.recipes.rzero.prompts import SOLVER_SUFFIX
 from coevo.secrets import DEFAULT_API_KEY_ENV, EnvBearer, refuse_literal_key
 

@@ -156,7 +156,7 @@ def abstention_reasons(led: Ledger, run_id: str) -> dict[str, int]:
 
 
 def endpoint_errors(led: Ledger, run_id: str) -> dict:
-    """Calls to a model server or a judge that failed after their retries (coevo.core.endpoints), counted
+    """Calls to a model server or a judge that failed after their retries (coevo.core.verdict), counted
     apart from wrong answers and abstentions: ``model_server`` from the steps' ``backend_errors`` and
     ``backend_calls`` (openai backend), ``judge`` = verdicts whose reason is an endpoint error, of the
     verdicts of the verifier kinds that had one. Each: {failed, calls, first}; empty when no call."""

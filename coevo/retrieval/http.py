@@ -31,7 +31,7 @@ from coevo.retrieval.corpus import split_contents
 
 class RetrievalError(BackendError):
     """The retrieval server failed (one-line message naming the URL and the cause). A ``BackendError``
-    (``coevo.core.endpoints``): a run stops at the step with that one line, exit 2, never a traceback
+    (``coevo.core.verdict``): a run stops at the step with that one line, exit 2, never a traceback
     and never a search result scored as empty."""
 
 

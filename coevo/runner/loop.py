@@ -253,7 +253,7 @@ def _check_endpoint(be: dict, where: str) -> None:
     sums it)."""
     import sys
 
-    from coevo.core.endpoints import EndpointDown, partial_warning
+    from coevo.core.verdict import EndpointDown, partial_warning
 
     first = next((e for e in be["first"] if e.get("kind") == "sample"), be["first"][0])
     cause = str(first.get("reason", "")).split(" | ")[-1]
@@ -269,7 +269,7 @@ def _check_judges(rows: list, where: str) -> None:
     ``EndpointDown``, one line; some: a warning with the count (the ledger keeps the reason)."""
     import sys
 
-    from coevo.core.endpoints import ERROR_REASONS, EndpointDown, partial_warning
+    from coevo.core.verdict import ERROR_REASONS, EndpointDown, partial_warning
 
     by_kind: dict = {}
     for r in rows:

@@ -93,7 +93,7 @@ def build_summary(led: Ledger, run_id: str, cfg: RunConfig) -> dict:
 
 def errors_over(summary: dict, max_rate: float) -> str | None:
     """The one line refusing a run whose failed endpoint calls are a share above ``max_rate``; else None."""
-    from coevo.core.endpoints import rate_exceeded
+    from coevo.core.verdict import rate_exceeded
 
     for part, e in (summary.get("errors") or {}).items():
         over = rate_exceeded(e["failed"], e["calls"], max_rate)

@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from coevo.audit.certify import CertifyError, certificate_from_groups
-from coevo.core.endpoints import completion_errors, first_cause, is_error
+from coevo.core.verdict import completion_errors, first_cause, is_error
 from coevo.stages import step as sv
 from coevo.stages.step import Draw, StepContext
 

@@ -24,7 +24,7 @@ world, tasks, n, sampling)`` (e.g. multi-turn episodes), with the context's samp
 one call for all), in task order, so the draws are those of one call per chunk.  Extraction: a
 completion the backend failed to sample (``finish_reason == "error"``) has no answer, any other the
 world's ``extract_answer(text)``; when every completion of the first chunk failed, the endpoint is
-down and the stage raises ``coevo.core.endpoints.EndpointDown`` (one line, the server and the cause)
+down and the stage raises ``coevo.core.verdict.EndpointDown`` (one line, the server and the cause)
 instead of scoring a dead server's empty answers; ``Draw.extract(c) -> (answer, formatted)``
 replaces it.  Verification: one ``verifier.match_many`` call per target (``Draw.match`` replaces
 it, e.g. "correct against any of several references").
@@ -36,7 +36,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from coevo.core.endpoints import raise_if_all_failed
+from coevo.core.verdict import raise_if_all_failed
 from coevo.core.policy import Completion, LossConfig, Policy, SamplingParams, full_text
 from coevo.core.world import ANSWER, QUESTION, ParseResult, Task, World, role_sampling
 from coevo.ledger.rows import reward_row, rollout_row, update_row, verdict_row_of

@@ -184,7 +184,7 @@ class OpenAIAttacker:
     a fixed request seed).  The bearer token comes from ``api_key_env`` (never stored); a refused key
     raises ``BackendError`` (one line); a request that fails after its retries yields no answer and is
     an error (``errors``: its cause; counted apart, never scored); when the first request fails the
-    endpoint is down: ``EndpointDown``, one line (``coevo.core.endpoints``)."""
+    endpoint is down: ``EndpointDown``, one line (``coevo.core.verdict``)."""
 
     def __init__(self, base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY", max_tokens: int = 96,
                  timeout_s: float = 60.0, retries: int = 2, client: Any = None) -> None:
@@ -239,7 +239,7 @@ class OpenAIAttacker:
             for r in requests:
                 out.append(self._one(attack_prompt(r["family"], r["question"], r["criterion"])))
                 if len(out) == 1 and self.errors:  # the first call failed after its retries: the endpoint is down
-                    from coevo.core.endpoints import EndpointDown
+                    from coevo.core.verdict import EndpointDown
 
                     raise EndpointDown(f"attacker {self.base_url}: {self.errors[0]} (the first call failed after "
                                        f"{self.retries + 1} attempts)")

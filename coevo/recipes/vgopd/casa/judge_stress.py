@@ -13,7 +13,7 @@ answer's final value right?), reported beside it.
   fails, with a Wilson 95 % interval (overall, per family, split by the endpoint check).  Judge abstentions
   (unknown, unparsable) are counted, never breaks.  A judge endpoint that fails after its retries is an
   **error** (``judge_errors``, ``n_errors``): left out of every denominator, never an abstention; a judge
-  or attacker endpoint whose first call fails stops the test (``coevo.core.endpoints.EndpointDown``).  Answers the oracle passes are the
+  or attacker endpoint whose first call fails stops the test (``coevo.core.verdict.EndpointDown``).  Answers the oracle passes are the
   should-pass set; the judge's fails on them are false rejects.
 * Judges, fixed for the run: ``sim`` (the criteria world's simulated judge: it decides with the oracle's own
   rule, so its break rate is 0 by construction; optional simulated "unknown" rate); ``smollm2`` (SmolLM2-135M
@@ -93,7 +93,7 @@ class EndpointJudge(SimJudge):
     def verdicts(self, items: Sequence[tuple]) -> list:
         """The first item alone, then the rest: a judge whose first call fails after its retries is down
         (``EndpointDown``, one line naming it and the cause), never a run of abstentions."""
-        from coevo.core.endpoints import raise_if_all_failed
+        from coevo.core.verdict import raise_if_all_failed
         from coevo.verify.judge import raise_for_auth
 
         got = super().verdicts(items[:1])
@@ -204,7 +204,7 @@ def _verdict_version(v: Any) -> str:
 def judge_stress(attacker: Any, judge: Any, prompts: int = 40, seed: int = 0,
                  families: Optional[Sequence[str]] = None, examples: int = 8) -> dict:
     """The judge stress test (module docstring): the JSON ``coevo stress`` prints and writes."""
-    from coevo.core.endpoints import first_cause, is_error
+    from coevo.core.verdict import first_cause, is_error
     from coevo.worlds.criteria import CriteriaWorld, truth_of
 
     fams = list(families or ATTACKS)
