@@ -25,8 +25,7 @@ from pydantic import Field
 
 from coevo.config import Strict
 from coevo.ledger import views
-from coevo.ledger.rows import task_row
-from coevo.ledger.store import StepWriter
+from coevo.ledger.store import StepWriter, task_row
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan
 from coevo.core.registry import RecipeInfo, RoleSpec
 from coevo.stages.step import Draw, Scored, draw_group, propose, update_role

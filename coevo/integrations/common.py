@@ -65,10 +65,10 @@ def as_reference(gts: Any) -> Optional[str]:
 def rollout_row_of(run_id: str, round_: int, step: int, rollout_id: str, task_id: str, role: str, purpose: str,
                    group_idx: int, text: Optional[str], answer: Optional[str], version: str = "",
                    finish_reason: Optional[str] = None) -> dict:
-    """A ``rollouts`` row (``coevo.ledger.rows.rollout_row``) for a rollout another framework
+    """A ``rollouts`` row (``coevo.ledger.store.rollout_row``) for a rollout another framework
     sampled: its text as given (None when the source kept only the answer), tokens unknown."""
     from coevo.backends.base import Completion
-    from coevo.ledger.rows import rollout_row
+    from coevo.ledger.store import rollout_row
 
     c = Completion(prompt="", text=text or "", prompt_ids=[], token_ids=[], logprobs=[],
                    finish_reason=finish_reason or "stop", policy_version=version)
@@ -80,8 +80,8 @@ def rollout_row_of(run_id: str, round_: int, step: int, rollout_id: str, task_id
 def task_row_of(run_id: str, round_: int, step: int, task_id: str, source: str, question: Optional[str],
                 reference: Optional[str] = None, raw_text: Optional[str] = None, parse_reason: str = "",
                 parse_ok: Optional[bool] = None, prompt_version: str = "", **extra) -> dict:
-    """A ``tasks`` row (``coevo.ledger.rows.task_row``) for a task another framework posed."""
-    from coevo.ledger.rows import task_row
+    """A ``tasks`` row (``coevo.ledger.store.task_row``) for a task another framework posed."""
+    from coevo.ledger.store import task_row
     from coevo.worlds.base import Task
 
     task = Task(task_id=task_id, question=question, reference=reference) if question is not None else None

@@ -25,7 +25,7 @@ from typing import Optional
 from coevo.integrations.common import as_reference, build_verifier, extract_answer, rollout_row_of, task_row_of
 from coevo.integrations.formats import natural_key, read_verl_dump
 from coevo.ledger.imported import Bad, check_out, first_bad as _first, result_line, write_run as _write_run  # noqa: F401
-from coevo.ledger.rows import dumps, reward_row, verdict_row_of
+from coevo.ledger.store import dumps, reward_row, verdict_row_of
 from coevo.recipes.rzero.importer import import_rzero  # noqa: F401 (re-exported: R-Zero's folder imports its files)
 
 __all__ = ["Bad", "import_verl", "import_rzero", "import_parts", "check_out", "result_line"]

@@ -20,7 +20,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from coevo.integrations.common import extract_answer, rollout_row_of, task_row_of
-from coevo.ledger.rows import dumps, reward_row, verdict_row, verdict_row_of
+from coevo.ledger.store import dumps, reward_row, verdict_row, verdict_row_of
 from coevo.recipes.rzero import CHALLENGER
 
 __all__ = ["Framework", "installed_version", "tri_state", "SolverItem", "solver_verdicts", "solver_score",

@@ -35,7 +35,7 @@ from coevo.integrations.common import (
 from coevo.integrations.scoring import (
     Framework, SolverItem, challenger_rows, challenger_scores, installed_version, solver_rows, solver_verdicts, tri_state,
 )
-from coevo.ledger.rows import dumps, reward_row, verdict_row_of
+from coevo.ledger.store import dumps, reward_row, verdict_row_of
 from coevo.recipes.rgbc import SYNCO, SYNTHESIZER
 
 __all__ = ["compute_score", "compute_challenger_scores", "compute_teachability_scores", "STEP_ENV", "framework"]

@@ -5,7 +5,7 @@ readers included (``Conflicting lock … (PID n)``). So ``coevo audit`` and ``co
 run read a *copy* of ``ledger.duckdb``:
 
 - **The writer** holds an exclusive ``flock`` on the ledger's directory while it writes the file
-  (:class:`WriteGuard`: the step transaction with its ``CHECKPOINT``, the appends outside a step,
+  (``coevo.ledger.store.WriteGuard``: the step transaction with its ``CHECKPOINT``, the appends outside a step,
   open and close). DuckDB writes the database file only in those calls: a commit goes to the
   write-ahead log, and the ``CHECKPOINT`` after each step's ``COMMIT`` moves it into the file.
   Cost to the writer, measured on 2 loaded cores (2026-12-04, ``coevo run --budget smoke --set
@@ -41,45 +41,13 @@ class LiveReadError(Exception):
     """A live run's ledger cannot be copied (one line)."""
 
 
-def _flock():
+def flock_module():
+    """``fcntl``, or None where this platform has no flock."""
     try:
         import fcntl
     except ImportError:  # not on this platform
         return None
     return fcntl
-
-
-class WriteGuard:
-    """``with guard:`` — the exclusive flock on the ledger's directory around a write to the file.
-    Reentrant (a step's appends run inside its transaction); a no-op where flock is unavailable."""
-
-    def __init__(self, directory: Path) -> None:
-        self.fcntl, self.fd, self.depth = _flock(), None, 0
-        if self.fcntl is not None:
-            try:
-                self.fd = os.open(directory, os.O_RDONLY)
-            except OSError:
-                self.fd = None
-
-    def __enter__(self) -> "WriteGuard":
-        if self.depth == 0 and self.fd is not None:
-            try:
-                self.fcntl.flock(self.fd, self.fcntl.LOCK_EX)
-            except OSError:  # a filesystem without flock: readers will refuse (see the module docstring)
-                os.close(self.fd)
-                self.fd = None
-        self.depth += 1
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.depth -= 1
-        if self.depth == 0 and self.fd is not None:
-            self.fcntl.flock(self.fd, self.fcntl.LOCK_UN)
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)  # closing the descriptor drops the flock too
-            self.fd = None
 
 
 def live_writer(run_dir: Path) -> dict | None:
@@ -100,7 +68,7 @@ def pid_in(message: str) -> int | None:
 
 def _shared_flock(directory: Path, wait_s: float):
     """An open descriptor on ``directory`` holding the shared flock, or None where flock is unavailable."""
-    fcntl = _flock()
+    fcntl = flock_module()
     if fcntl is None:
         return None
     try:

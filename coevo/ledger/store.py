@@ -1,13 +1,19 @@
-"""The ledger: DuckDB, append-only. The only module in coevo that speaks SQL.
+"""The ledger: DuckDB, append-only, and the rows a step writes to it.
 
 Rows of one step are appended inside one transaction together with that step's
 ``steps`` marker row, so a crash (even SIGKILL) leaves either the whole step or none
 of it; ``last_completed_step`` is the resume point. A run being written is read from a
-copy of its last committed step (``coevo/ledger/live.py``).
+copy of its last committed step: the writer holds ``WriteGuard`` while it writes the file,
+readers copy it under the shared lock (``coevo/ledger/live.py``).
+
+The row builders at the end (``rollout_row``, ``verdict_row``, ``reward_row``, ...) are the one
+place that knows a row's columns (the tables: ``coevo/ledger/schema.py``): stages call them and
+return the rows they produced, and the loop commits a step's rows in one transaction (``Ledger.step``).
 """
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from contextlib import contextmanager, nullcontext
@@ -18,6 +24,7 @@ import duckdb
 import pyarrow as pa
 
 from coevo import timing
+from coevo.core.policy import Completion, full_text, sampler_info
 from coevo.ledger import live
 from coevo.ledger.schema import TABLES
 
@@ -27,6 +34,39 @@ _PA = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "INTEGER": pa.int32(), "DOU
 
 class LedgerError(Exception):
     pass
+
+
+class WriteGuard:
+    """``with guard:`` — the exclusive flock on the ledger's directory around a write to the file.
+    Reentrant (a step's appends run inside its transaction); a no-op where flock is unavailable."""
+
+    def __init__(self, directory: Path) -> None:
+        self.fcntl, self.fd, self.depth = live.flock_module(), None, 0
+        if self.fcntl is not None:
+            try:
+                self.fd = os.open(directory, os.O_RDONLY)
+            except OSError:
+                self.fd = None
+
+    def __enter__(self) -> "WriteGuard":
+        if self.depth == 0 and self.fd is not None:
+            try:
+                self.fcntl.flock(self.fd, self.fcntl.LOCK_EX)
+            except OSError:  # a filesystem without flock: readers will refuse (see the module docstring)
+                os.close(self.fd)
+                self.fd = None
+        self.depth += 1
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.depth -= 1
+        if self.depth == 0 and self.fd is not None:
+            self.fcntl.flock(self.fd, self.fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing the descriptor drops the flock too
+            self.fd = None
 
 
 class Ledger:
@@ -41,7 +81,7 @@ class Ledger:
         if read_only and not self.path.exists():
             raise LedgerError(f"no ledger at {self.path}")
         # a writer holds the flock of its directory while it writes the file (readers of a live run copy it)
-        self.guard = nullcontext() if read_only else live.WriteGuard(self.path.parent)
+        self.guard = nullcontext() if read_only else WriteGuard(self.path.parent)
         self.live: dict | None = None  # a live run's copy: {"pid", "step"} (open_run_ledger)
         try:
             with self.guard:
@@ -202,7 +242,7 @@ class Ledger:
             live.discard(self.path)
 
     def close_guard(self) -> None:
-        if isinstance(self.guard, live.WriteGuard):
+        if isinstance(self.guard, WriteGuard):
             self.guard.close()
 
 
@@ -252,3 +292,71 @@ class StepWriter:
         if table not in self.tables:
             raise LedgerError(f"unknown table {table}")
         self.rows.setdefault(table, []).extend(rows)
+
+
+# ---------------------------------------------------------------------- rows
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, default=float, sort_keys=True)
+
+
+def segments_info(c: Completion) -> list[dict] | None:
+    """The rollout's segments (kind, tokens, text) for the ledger; None for single-turn."""
+    if not c.segments:
+        return None
+    return [{"kind": s.kind, "n_tokens": s.n_tokens, "text": s.text} for s in c.segments]
+
+
+def rollout_row(run_id: str, round_: int, step: int, rollout_id: str, task_id: str, role: str, purpose: str,
+                group_idx: int, c: Completion, answer: str | None) -> dict:
+    segs = segments_info(c)
+    return {"run_id": run_id, "rollout_id": rollout_id, "task_id": task_id, "round": round_, "step": step,
+            "role": role, "purpose": purpose, "group_idx": group_idx, "policy_version": c.policy_version,
+            "text": c.text, "answer": answer, "n_tokens": len(c.token_ids), "finish_reason": c.finish_reason,
+            "sampler_json": sampler_info(c), "segments_json": dumps(segs) if segs is not None else None,
+            "n_masked_tokens": (len(c.token_mask) - sum(c.token_mask)) if c.token_mask is not None else 0}
+
+
+def verdict_row(run_id: str, step: int, rollout_id: str, task_id: str, target: str, value: int | None, reason: str,
+                kind: str, version: str, elapsed_s: float = 0.0, criterion_id: str | None = None) -> dict:
+    return {"run_id": run_id, "rollout_id": rollout_id, "task_id": task_id, "step": step, "target": target,
+            "verifier_kind": kind, "verifier_version": version, "criterion_id": criterion_id, "value": value,
+            "reason": reason, "elapsed_s": elapsed_s}
+
+
+def verdict_row_of(run_id: str, step: int, rollout_id: str, task_id: str, target: str, v, default_kind: str = "",
+                   default_version: str = "") -> dict:
+    """A verdict row from a ``coevo.verify.Verdict`` (its kind, version, criterion, elapsed)."""
+    return verdict_row(run_id, step, rollout_id, task_id, target, v.value, v.reason,
+                       getattr(v, "kind", "") or default_kind, getattr(v, "version", "") or default_version,
+                       getattr(v, "elapsed_s", 0.0) or 0.0, getattr(v, "criterion_id", None))
+
+
+def task_row(run_id: str, round_: int, step: int, task_id: str, source: str, proposer: Completion | None,
+             prompt_version: str, task=None, parse_reason: str = "", oracle_answer: str | None = None,
+             **extra) -> dict:
+    row = {"run_id": run_id, "task_id": task_id, "round": round_, "step": step, "source": source,
+           "proposer_version": proposer.policy_version if proposer is not None else None,
+           "prompt_version": prompt_version, "raw_text": full_text(proposer) if proposer is not None else None,
+           "question": task.question if task else None, "parse_ok": task is not None, "parse_reason": parse_reason,
+           "difficulty": task.meta.get("difficulty") if task else None,
+           "reference": task.reference if task else None, "oracle_answer": oracle_answer,
+           "pseudo_label": None, "p_hat": None, "kept": None, "meta_json": None}
+    row.update(extra)
+    sampler = sampler_info(proposer) if proposer is not None else None
+    if sampler is not None:  # served by an inference server: which one, which adapter
+        meta = json.loads(row.get("meta_json") or "{}")
+        meta["sampler"] = sampler
+        row["meta_json"] = dumps(meta)
+    return row
+
+
+def reward_row(run_id: str, step: int, role: str, item_id: str, task_id: str, reward: float, advantage: float,
+               components: dict | None = None) -> dict:
+    return {"run_id": run_id, "step": step, "role": role, "item_id": item_id, "task_id": task_id,
+            "reward": float(reward), "advantage": float(advantage),
+            "components_json": dumps(components) if components is not None else None}
+
+
+def update_row(run_id: str, step: int, role: str, before: str, after: str, n_sequences: int, metrics: dict) -> dict:
+    return {"run_id": run_id, "step": step, "role": role, "version_before": before, "version_after": after,
+            "n_sequences": n_sequences, "metrics_json": dumps(metrics)}

@@ -39,7 +39,7 @@ import numpy as np
 from coevo.core.verdict import raise_if_all_failed
 from coevo.core.policy import Completion, LossConfig, Policy, SamplingParams, full_text
 from coevo.core.world import ANSWER, QUESTION, ParseResult, Task, World, role_sampling
-from coevo.ledger.rows import reward_row, rollout_row, update_row, verdict_row_of
+from coevo.ledger.store import reward_row, rollout_row, update_row, verdict_row_of
 from coevo.rl.grpo import group_advantages, grpo_update, to_groups
 from coevo.timing import stage
 

@@ -1,10 +1,10 @@
 """The variant's one change: the proposer is rewarded by the solver's uncertainty on its task,
-1 - 2|p - 1/2| (R-Zero's paper form, ``coevo.rewards.uncertainty_reward``), instead of the toy's
+1 - 2|p - 1/2| (R-Zero's paper form, ``coevo.recipes.rzero.rewards.uncertainty_reward``), instead of the toy's
 solver-vs-helper gap.  The frozen helper still answers (the toy's step draws it); it no longer
 enters the reward."""
 from __future__ import annotations
 
-from coevo.rewards import uncertainty_reward
+from coevo.recipes.rzero.rewards import uncertainty_reward
 from examples.toy_recipe import ToyRecipe
 
 

@@ -31,8 +31,7 @@ from dataclasses import replace
 from coevo.audit.false_agreement import false_agreement_from_flags, false_agreement_summary
 from coevo.core.policy import full_text
 from coevo.core.world import QUESTION, ParseResult, role_sampling
-from coevo.ledger.rows import dumps, task_row, verdict_row_of
-from coevo.ledger.store import StepWriter
+from coevo.ledger.store import StepWriter, dumps, task_row, verdict_row_of
 from coevo.recipes.drzero import steps
 from coevo.stages.step import Draw, draw_group, sampling_error_reason
 from coevo.stages.rollout import rollout

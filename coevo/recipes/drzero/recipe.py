@@ -38,8 +38,7 @@ import numpy as np
 
 from coevo.core.policy import full_text
 from coevo.core.world import QUESTION, ParseResult, Task, role_sampling
-from coevo.ledger.rows import dumps, task_row, verdict_row_of
-from coevo.ledger.store import StepWriter
+from coevo.ledger.store import StepWriter, dumps, task_row, verdict_row_of
 from coevo.recipes.base import RecipeBase, StepSpec, renumber, round_plan
 from coevo.recipes.drzero import posthoc, steps
 from coevo.recipes.drzero.crossfit import AUX_ROLES, question_fold, source_folds

@@ -238,7 +238,7 @@ def auditor_audit(rec: Parts, spec, items: list[dict], w: StepWriter) -> dict:
     """FF against the auditor model (its verdict on each label, the source document in its prompt),
     the auditor's verdict rows (target ``auditor``) and its agreement with the oracle."""
     from coevo.audit.auditor import audit_agreement, auditor_false_agreement
-    from coevo.ledger.rows import verdict_row_of
+    from coevo.ledger.store import verdict_row_of
 
     docs = [[rec.world.source_text(it["source_id"])] if it.get("source_id") else [] for it in items]
     vs = rec.auditor.audit_many([(it["question"], it["label"], d) for it, d in zip(items, docs)])

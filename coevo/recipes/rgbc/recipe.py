@@ -31,8 +31,7 @@ from coevo.audit.data import finite
 from coevo.audit.instruments import estimate_dict, lag_excess, lag_selection_bias, pseudo_label_accuracy
 from coevo.audit.screen_confirm import finite_mean, screen_confirm_metrics, screen_confirm_truth
 from coevo.audit.truth import truth_metrics
-from coevo.ledger.rows import dumps, task_row, verdict_row
-from coevo.ledger.store import StepWriter
+from coevo.ledger.store import StepWriter, dumps, task_row, verdict_row
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan, sampling_params
 from coevo.recipes.rgbc.state import Candidate, TaskState, interim_tasks, match_share
 from coevo.recipes.rgbc.arms import ArmFacts, synthesizer_arm_reward

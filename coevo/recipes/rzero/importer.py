@@ -29,7 +29,7 @@ from coevo.core.policy import Completion
 from coevo.core.records import RecordError, json_records
 from coevo.core.world import Task
 from coevo.ledger.imported import Bad, check_out, first_bad, read_references, write_run
-from coevo.ledger.rows import dumps, rollout_row, task_row, verdict_row_of
+from coevo.ledger.store import dumps, rollout_row, task_row, verdict_row_of
 from coevo.recipes.rzero import CHALLENGER, NAME, SOLVER
 
 __all__ = ["NO_BOX", "read_results", "round_rows", "import_config"]

@@ -13,8 +13,7 @@ from typing import Any
 import numpy as np
 from coevo.audit.instruments import pseudo_label_accuracy
 from coevo.audit.truth import truth_metrics
-from coevo.ledger.rows import dumps, task_row, verdict_row
-from coevo.ledger.store import StepWriter
+from coevo.ledger.store import StepWriter, dumps, task_row, verdict_row
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan
 from coevo.recipes.rzero.rewards import challenger_reward, keep_for_solver, keep_in_band, uncertainty_reward
 from coevo.rewards.repetition import repetition_penalty

@@ -29,8 +29,7 @@ from typing import Optional
 import numpy as np
 
 from coevo.core.policy import SamplingParams
-from coevo.ledger.rows import rollout_row
-from coevo.ledger.store import StepWriter
+from coevo.ledger.store import StepWriter, rollout_row
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan
 from coevo.recipes.vgopd.casa.probes import ProbePrompt, probe_answers, run_probes
 from coevo.recipes.vgopd.casa.rows import rollout_rows

@@ -13,7 +13,7 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from coevo.audit.instruments import abstention_share
-from coevo.ledger.rows import verdict_row_of
+from coevo.ledger.store import verdict_row_of
 from coevo.recipes.vgopd.casa.gating import combine_advantages, expert_gate_totals, gated_kl_advantages
 from coevo.recipes.vgopd.casa.scoring import Check, is_abstention
 from coevo.recipes.vgopd.instruments import inflation_ratios, rank_reversals

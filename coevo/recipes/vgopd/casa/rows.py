@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from coevo.ledger.rows import dumps
+from coevo.ledger.store import dumps
 from coevo.recipes.vgopd.casa.gating import GateEntry, abstention_gate_set, failure_set
 from coevo.recipes.vgopd.casa.scoring import AxisScore, Check, arm_reward, score_axis
 
