@@ -9,8 +9,7 @@ Every function accepts a Python scalar or a numpy array and returns the same sha
 
 A reward that only one recipe folder uses lives there: SynCo's and RGBC's Synthesizer rewards in
 ``coevo/recipes/rgbc/rewards.py``, CrossFit's in ``coevo/recipes/drzero/rewards.py``, R-Zero's
-uncertainty and Challenger rewards and its Solver-set filters in ``coevo/recipes/rzero/rewards.py``
-(which build on ``as_array`` / ``like_input`` / ``check_unit`` here: scalar in, float out).
+uncertainty and Challenger rewards and its Solver-set filters in ``coevo/recipes/rzero/rewards.py``.
 
 See docs/formulas.md for the table of formulas and the published arithmetic we re-checked.
 """
@@ -21,22 +20,21 @@ from typing import Any, Dict, Sequence
 
 import numpy as np
 
-__all__ = ["teachability", "quality_gate", "advantage_magnitude", "criteria_scores", "as_array", "like_input",
-           "check_unit"]
+__all__ = ["teachability", "quality_gate", "advantage_magnitude", "criteria_scores"]
 
 
-def like_input(x: np.ndarray, scalar: bool):
+def _out(x: np.ndarray, scalar: bool):
     """A formula's result in the input's shape: a float for a scalar input."""
     return float(x) if scalar else x
 
 
-def as_array(x) -> tuple[np.ndarray, bool]:
+def _arr(x) -> tuple[np.ndarray, bool]:
     """The input as a float array, and whether it was a scalar."""
     a = np.asarray(x, dtype=float)
     return a, a.ndim == 0
 
 
-def check_unit(a: np.ndarray, name: str) -> None:
+def _check_unit(a: np.ndarray, name: str) -> None:
     """ValueError unless every value lies in [0, 1]."""
     if np.any((a < 0) | (a > 1)):
         raise ValueError(f"{name} must lie in [0, 1]")
@@ -48,9 +46,9 @@ def teachability(mu):
     RGBC proposal §background (SynCo appendix B.2, eq. 25). With K = 4 rollouts mu is in
     {0, .25, .5, .75, 1}, so T takes only the three values {0, .5, 1}.
     """
-    a, s = as_array(mu)
-    check_unit(a, "mu")
-    return like_input(np.where(a <= 0.5, 2.0 * a, 2.0 * (1.0 - a)), s)
+    a, s = _arr(mu)
+    _check_unit(a, "mu")
+    return _out(np.where(a <= 0.5, 2.0 * a, 2.0 * (1.0 - a)), s)
 
 
 def quality_gate(v):
@@ -58,8 +56,8 @@ def quality_gate(v):
 
     RGBC proposal §background (SynCo appendix B.2, eq. 24): scores below 0.5 are zeroed.
     """
-    a, s = as_array(v)
-    return like_input(np.clip((a - 0.5) / 0.5, 0.0, 1.0), s)
+    a, s = _arr(v)
+    return _out(np.clip((a - 0.5) / 0.5, 0.0, 1.0), s)
 
 
 def advantage_magnitude(mu_tilde, n: int):
@@ -70,9 +68,9 @@ def advantage_magnitude(mu_tilde, n: int):
     """
     if n < 2:
         raise ValueError("n must be >= 2")
-    a, s = as_array(mu_tilde)
-    check_unit(a, "mu_tilde")
-    return like_input(n / (n - 1.0) * a * (1.0 - a), s)
+    a, s = _arr(mu_tilde)
+    _check_unit(a, "mu_tilde")
+    return _out(n / (n - 1.0) * a * (1.0 - a), s)
 
 
 def _is_unknown(v: Any) -> bool:

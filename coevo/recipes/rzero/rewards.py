@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from coevo.rewards.formulas import as_array, check_unit, like_input
-
 __all__ = ["uncertainty_reward", "challenger_reward", "keep_for_solver", "keep_in_band", "UNCERTAINTY_VARIANTS"]
 
 UNCERTAINTY_VARIANTS = ("paper", "reference")
@@ -26,15 +24,16 @@ def uncertainty_reward(p_hat, variant: str = "paper"):
     The two differ by exactly a factor of 2 (paper = 2 * reference), which changes the
     balance against the repetition penalty lambda * |C| / B.
     """
-    a, s = as_array(p_hat)
-    check_unit(a, "p_hat")
+    a = np.asarray(p_hat, dtype=float)
+    if np.any((a < 0) | (a > 1)):
+        raise ValueError("p_hat must lie in [0, 1]")
     if variant == "paper":
         r = 1.0 - 2.0 * np.abs(a - 0.5)
     elif variant == "reference":
         r = np.minimum(a, 1.0 - a)
     else:
         raise ValueError(f"variant must be one of {UNCERTAINTY_VARIANTS}, got {variant!r}")
-    return like_input(r, s)
+    return float(r) if a.ndim == 0 else r
 
 
 def challenger_reward(p_hat, r_rep, variant: str = "paper"):
@@ -59,9 +58,9 @@ def keep_in_band(p_hat, low: float = 0.3, high: float = 0.8):
     """
     if not 0 <= low <= high <= 1:
         raise ValueError(f"need 0 <= low <= high <= 1, got [{low}, {high}]")
-    a, s = as_array(p_hat)
+    a = np.asarray(p_hat, dtype=float)
     keep = (a >= low - 1e-9) & (a <= high + 1e-9)
-    return bool(keep) if s else keep
+    return bool(keep) if a.ndim == 0 else keep
 
 
 def keep_for_solver(p_hat, delta: float = 0.25):
@@ -70,6 +69,6 @@ def keep_for_solver(p_hat, delta: float = 0.25):
     R-Zero §2.3, §3.1: with m = 10 answers and delta = 0.25 this keeps
     3..7 of 10 agreeing with the majority. A 1e-9 tolerance absorbs float error.
     """
-    a, s = as_array(p_hat)
+    a = np.asarray(p_hat, dtype=float)
     keep = np.abs(a - 0.5) <= delta + 1e-9
-    return bool(keep) if s else keep
+    return bool(keep) if a.ndim == 0 else keep
