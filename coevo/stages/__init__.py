@@ -1,1 +1,2 @@
-"""Shared loop steps: propose, solve + vote, verify against targets, GRPO update."""
+"""The stages of a step (``step``: propose, sample -> extract -> verify, draw a group, update a role, all given one
+``StepContext``), multi-turn rollouts, the held-out evaluation and the certificate's groups."""

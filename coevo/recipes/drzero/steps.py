@@ -34,7 +34,6 @@ class Parts(Protocol):
     cf: Any  # the crossfit section (None outside CrossFit)
     crossfit: bool
     folds: Any  # CrossFit's source folds
-    sp: Any  # the solvers' SamplingParams
     verifier: Any  # the run verifier
     max_turns: int
     auditor: Optional[Any]  # the auditor model, when audit.auditor names one
