@@ -12,7 +12,8 @@ need_module("peft")
 from conftest import require_smollm2  # noqa: E402
 
 from coevo.core.policy import Completion, LossConfig, Policy, SamplingParams  # noqa: E402
-from coevo.backends.hf import HFPolicy, SharedBase, _cut_at_stop, make_char_tokenizer, tiny_llama  # noqa: E402
+from coevo.backends.hf import HFPolicy, SharedBase, make_char_tokenizer, tiny_llama  # noqa: E402
+from coevo.backends.tokenizer import cut_at_stop  # noqa: E402
 from coevo.backends.roles import RoleConfigError, make_role_policies  # noqa: E402
 
 
@@ -84,9 +85,9 @@ def test_response_prefix_is_prefilled_and_recorded(roles):
 def test_cut_at_stop_unit():
     tok = make_char_tokenizer()
     ids = tok("ab. cd. ef", add_special_tokens=False)["input_ids"]
-    k, text, hit = _cut_at_stop(tok, ids, "ab. cd. ef", [". c", "ef"])
+    k, text, hit = cut_at_stop(tok, ids, "ab. cd. ef", [". c", "ef"])
     assert (k, text, hit) == (5, "ab", ". c")
-    assert _cut_at_stop(tok, ids, "ab. cd. ef", ["zz"]) == (len(ids), "ab. cd. ef", None)
+    assert cut_at_stop(tok, ids, "ab. cd. ef", ["zz"]) == (len(ids), "ab. cd. ef", None)
 
 
 def test_update_moves_only_its_own_adapter(roles):

@@ -37,7 +37,6 @@ from coevo.backends.tokenizer import CHAT_TEMPLATE, make_char_tokenizer  # noqa:
 from coevo.backends.tokenizer import StopOnNewText, cut_at_stop
 from coevo.checkpoint import atomic_dir, load_legacy_pickle, load_tree, load_weights_dir, save_tree
 
-_cut_at_stop = cut_at_stop  # the name tests/test_hf_backend.py imports
 
 AUDIT_SEED_OFFSET = 1 << 40  # the "audit" stream's seeds: seed * 100003 + audit_calls + 2**40
 
