@@ -235,7 +235,7 @@ def _expected_bias(weights, truth, u_fail: float, u_pass: float, impute=None) ->
     """E[r - oracle] over the abstention patterns (criterion j abstains with u_fail if truly failed, u_pass if
     passed; independent): over the patterns where r is defined (the instrument), or with an undefined r
     (every positive criterion abstained) imputed as ``impute`` (what the ledger's training reward does)."""
-    from coevo.rewards.formulas import criteria_scores
+    from coevo.recipes.vgopd.rewards import criteria_scores
 
     w = np.asarray(weights)
     oracle = float(np.clip(np.dot(w, truth) / w.sum(), 0, 1))
@@ -259,7 +259,7 @@ def test_casa_reward_bias_identities():
     independent of the answer it is exactly 0 on the equal-weight axes.  Imputing the undefined r as 0 instead
     moves the independent case by -P(undefined) x oracle: the one-criterion axis at 20 % abstention by -20 % of
     its oracle score (the null world's -1.4 points of issue 30).  B's r~ never exceeds the oracle."""
-    from coevo.rewards.formulas import criteria_scores
+    from coevo.recipes.vgopd.rewards import criteria_scores
 
     for axis, w in _axes().items():
         for truth in itertools.product((0, 1), repeat=len(w)):

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from coevo.recipes.rzero.rewards import challenger_reward, keep_for_solver, uncertainty_reward
-from coevo.rewards import advantage_magnitude, criteria_scores, quality_gate, teachability
+from coevo.recipes.rgbc.rewards import advantage_magnitude, quality_gate, teachability
+from coevo.recipes.vgopd.rewards import criteria_scores
 
 MU4 = np.array([0, 0.25, 0.5, 0.75, 1.0])
 

@@ -3,8 +3,7 @@
 import numpy as np
 import pytest
 
-from coevo.recipes.rgbc.rewards import rgbc_reward, synco_reward
-from coevo.rewards import teachability
+from coevo.recipes.rgbc.rewards import rgbc_reward, synco_reward, teachability
 
 MU4 = np.array([0, 0.25, 0.5, 0.75, 1.0])
 

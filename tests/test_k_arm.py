@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from coevo.config import ConfigError, load_config
-from coevo.rewards.formulas import quality_gate
+from coevo.recipes.rgbc.rewards import quality_gate
 from coevo.recipes.rgbc.k_arm import adv_hat_reward, budget_matched_tasks
 
 sys.path.insert(0, str(Path(__file__).parent))

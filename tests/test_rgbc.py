@@ -18,7 +18,7 @@ from coevo.core.policy import Completion
 from coevo.config import load_config
 from coevo.ledger.store import Ledger
 from coevo.recipes.rgbc.recipe import RGBCRecipe
-from coevo.rewards.formulas import quality_gate, teachability
+from coevo.recipes.rgbc.rewards import quality_gate, teachability
 from coevo.verify.run import WorldEquivalence
 from coevo.worlds.arithmetic import ArithmeticWorld, evaluate, generate
 

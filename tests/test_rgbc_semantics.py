@@ -8,7 +8,7 @@ import json
 import pytest
 
 from coevo.recipes.rgbc.report import no_truth_split, teachable_numbers
-from coevo.rewards.formulas import quality_gate, teachability
+from coevo.recipes.rgbc.rewards import quality_gate, teachability
 from test_rgbc import run_recipe
 
 ARGS = ["recipe=rgbc", "rgbc.arm=full", "synco.consensus=false"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from coevo.recipes.rgbc.rewards import rgbc_reward, synco_reward
-from coevo.rewards.formulas import quality_gate, teachability
+from coevo.recipes.rgbc.rewards import quality_gate, teachability
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ magnitude adv_hat as the Synthesizer's teachability term, budget-matched against
 """
 from __future__ import annotations
 
-from coevo.rewards.formulas import advantage_magnitude, quality_gate
+from coevo.recipes.rgbc.rewards import advantage_magnitude, quality_gate
 
 
 def adv_hat_reward(quality: float, reliability: float, mu: float, n: int, kappa: int | None,

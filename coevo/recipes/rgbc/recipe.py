@@ -35,7 +35,7 @@ from coevo.ledger.store import StepWriter, dumps, task_row, verdict_row
 from coevo.recipes.base import RecipeBase, StepSpec, round_plan, sampling_params
 from coevo.recipes.rgbc.state import Candidate, TaskState, interim_tasks, match_share
 from coevo.recipes.rgbc.arms import ArmFacts, synthesizer_arm_reward
-from coevo.rewards.formulas import advantage_magnitude, quality_gate
+from coevo.recipes.rgbc.rewards import advantage_magnitude, quality_gate
 from coevo.recipes.rgbc.k_arm import adv_hat_reward, budget_matched_tasks
 from coevo.stages.step import Draw, Scored, StepContext, draw_group, match_grouped, update_role
 from coevo.recipes.rgbc.validate import (VALIDATOR_KIND, consensus_from_verdicts, reasoner_answer, reasoner_rewards,

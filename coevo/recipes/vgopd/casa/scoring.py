@@ -5,7 +5,7 @@ V_j = 1; a penalty that abstains drops its subtrahend), W = sum of positive weig
 weight abstained, phi = W_A / W, r = clip(numerator / (W - W_A), 0, 1) (VG-OPD's original: abstentions
 out of numerator and denominator), r~ = clip(numerator / W, 0, 1) (CASA's fixed denominator).  Before
 the clip r = r~ / (1 - phi) exactly.  The numbers come from
-``coevo.rewards.formulas.criteria_scores``; this module adds the sets, the reasons and the arms.
+``coevo.recipes.vgopd.rewards.criteria_scores``; this module adds the sets, the reasons and the arms.
 
 Arms (CASA proposal §method, three arms): A rewards r; B and C reward r~ (unknown -> 0).  A's r is undefined
 when every positive criterion of the axis abstained (W_A = W): the ledger keeps NaN and the reward used
@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
-from coevo.rewards.formulas import criteria_scores
+from coevo.recipes.vgopd.rewards import criteria_scores
 
 __all__ = ["Check", "AxisScore", "is_abstention", "score_axis", "score_answer", "arm_reward", "answer_reward",
            "has_abstention", "UNDEFINED_R_REWARD"]
