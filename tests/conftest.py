@@ -93,6 +93,16 @@ def kill_after_step(p: subprocess.Popen, run_dir: Path, step: int = 2, timeout: 
 _MARKEXPR = {"expr": ""}
 
 
+def verl_challenger_overrides(tok_dir, ledger, batch_wait_s: float, *extra: str) -> list[str]:
+    """The overrides that run coevo's R-Zero Challenger manager under verl's RewardLoopManager on 2 Ray
+    workers with B = 4 (tests/test_verl_091.py, tests/test_verl_solver.py); ``extra``: more reward kwargs."""
+    return [f"actor_rollout_ref.model.path={tok_dir}", "reward.num_workers=2", "reward.reward_manager.source=importlib",
+            "reward.reward_manager.module.path=pkg://coevo.integrations.verl_manager",
+            "reward.reward_manager.name=CoevoRewardManager", "+reward.reward_kwargs.coevo_reward=challenger",
+            f"+reward.reward_kwargs.ledger={ledger}", "+reward.reward_kwargs.verify_workers=0",
+            "+reward.reward_kwargs.batch_size=4", f"+reward.reward_kwargs.batch_wait_s={batch_wait_s:g}", *extra]
+
+
 def pytest_configure(config):
     _MARKEXPR["expr"] = config.getoption("markexpr", "") or ""
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import need_module
+from conftest import need_module, verl_challenger_overrides
 
 # a failure under COEVO_REQUIRE_VERL=1, or COEVO_REQUIRE_ALL=1 with -m verl (conftest.need_module)
 verl = need_module("verl", "verl 0.9.1 in .venv-verl: bash .ci/verl.sh --build", "COEVO_REQUIRE_VERL", marker="verl")
@@ -184,13 +184,7 @@ def test_reward_loop_manager_two_ray_workers_coevo_challenger(tmp_path, tok, tok
     from verl.experimental.reward_loop import RewardLoopManager
 
     led = tmp_path / "led"
-    cfg = compose([f"actor_rollout_ref.model.path={tok_dir}", "reward.num_workers=2",
-                   "reward.reward_manager.source=importlib",
-                   "reward.reward_manager.module.path=pkg://coevo.integrations.verl_manager",
-                   "reward.reward_manager.name=CoevoRewardManager",
-                   "+reward.reward_kwargs.coevo_reward=challenger", f"+reward.reward_kwargs.ledger={led}",
-                   "+reward.reward_kwargs.verify_workers=0", "+reward.reward_kwargs.batch_size=4",
-                   "+reward.reward_kwargs.batch_wait_s=30"])
+    cfg = compose(verl_challenger_overrides(tok_dir, led, 30))
     assert check(["reward.reward_manager.source=importlib",
                   "reward.reward_manager.module.path=pkg://coevo.integrations.verl_manager",
                   "reward.reward_manager.name=CoevoRewardManager"])["reward_manager"].endswith(":CoevoRewardManager")

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import need_module
+from conftest import need_module, verl_challenger_overrides
 
 # a failure under COEVO_REQUIRE_VERL=1, or COEVO_REQUIRE_ALL=1 with -m verl (conftest.need_module)
 verl = need_module("verl", "verl 0.9.1 in .venv-verl: bash .ci/verl.sh --build", "COEVO_REQUIRE_VERL", marker="verl")
@@ -89,16 +89,10 @@ def test_reward_loop_challenger_with_the_shipped_solver_fn_against_a_served_solv
 
     sampled, url, tok, tok_dir = served_solver
     led = tmp_path / "led"
-    cfg = compose([f"actor_rollout_ref.model.path={tok_dir}", "reward.num_workers=2",
-                   "reward.reward_manager.source=importlib",
-                   "reward.reward_manager.module.path=pkg://coevo.integrations.verl_manager",
-                   "reward.reward_manager.name=CoevoRewardManager",
-                   "+reward.reward_kwargs.coevo_reward=challenger", f"+reward.reward_kwargs.ledger={led}",
-                   "+reward.reward_kwargs.verify_workers=0", "+reward.reward_kwargs.batch_size=4",
-                   "+reward.reward_kwargs.batch_wait_s=60",
-                   "+reward.reward_kwargs.solver_fn=coevo.integrations.solver_client:solve",
-                   f"+reward.reward_kwargs.solver_base_url={url}/v1"]
-                  + [f"+reward.reward_kwargs.solver_{k}={v}" for k, v in SOLVER_KW.items()])
+    solver = ["+reward.reward_kwargs.solver_fn=coevo.integrations.solver_client:solve",
+              f"+reward.reward_kwargs.solver_base_url={url}/v1",
+              *[f"+reward.reward_kwargs.solver_{k}={v}" for k, v in SOLVER_KW.items()]]
+    cfg = compose(verl_challenger_overrides(tok_dir, led, 60, *solver))
     data = DataProto.concat([challenger_sample(tok, t, i) for i, t in enumerate(CH)])
     ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True)
     try:
