@@ -12,10 +12,12 @@ from typing import Any, Dict, Sequence
 
 import numpy as np
 
-__all__ = ["criteria_scores"]
+__all__ = ["criteria_scores", "is_abstention"]
 
 
-def _is_unknown(v: Any) -> bool:
+def is_abstention(v: Any) -> bool:
+    """True for an unknown verdict value: None, NaN, a non-numeric value, or the strings "unknown" /
+    "abstain" / "none" / "" (how ``criteria_scores`` and the CASA scoring read a verdict)."""
     if v is None:
         return True
     if isinstance(v, str):
@@ -43,7 +45,7 @@ def criteria_scores(weights: Sequence[float], verdicts: Sequence[Any]) -> Dict[s
     w = np.asarray(weights, dtype=float)
     if w.shape != (len(verdicts),):
         raise ValueError("weights and verdicts must have the same length")
-    unk = np.array([_is_unknown(v) for v in verdicts], dtype=bool)
+    unk = np.array([is_abstention(v) for v in verdicts], dtype=bool)
     v = np.array([0.0 if u else float(x) for x, u in zip(verdicts, unk)])
     if np.any((v != 0) & (v != 1)):
         raise ValueError("verdicts must be 1, 0 or unknown")

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
-from coevo.recipes.vgopd.rewards import criteria_scores
+from coevo.recipes.vgopd.rewards import criteria_scores, is_abstention
 
 __all__ = ["Check", "AxisScore", "is_abstention", "score_axis", "score_answer", "arm_reward", "answer_reward",
            "has_abstention", "UNDEFINED_R_REWARD"]
@@ -35,19 +35,6 @@ class Check:
     value: Optional[int]
     reason: str = ""
     kind: str = ""
-
-
-def is_abstention(value: Any) -> bool:
-    """True for an unknown verdict, exactly as ``criteria_scores`` reads it: None, NaN, a non-numeric value,
-    or the strings "unknown" / "abstain" / "none" / ""."""
-    if value is None:
-        return True
-    if isinstance(value, str):
-        return value.strip().lower() in ("unknown", "abstain", "none", "")
-    try:
-        return math.isnan(float(value))
-    except (TypeError, ValueError):
-        return True
 
 
 @dataclass(frozen=True)
