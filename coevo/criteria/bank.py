@@ -12,7 +12,7 @@ One entry::
      "meta": {"source": "world:criteria"}}
 
 Fields: ``weight`` > 0 is a reward criterion, < 0 a penalty (its verdict is 1 when the
-penalised fault is present, ``coevo.recipes.vgopd.rewards.criteria_scores``), never 0.
+penalised fault is present: the criteria scores of VG-OPD and CASA subtract it), never 0.
 ``axis``: the capability axis (free text: ``arithmetic``, ``units``, ``final`` ...).
 ``locate``: what part of the answer the check reads (``coevo.criteria.verifier.locate``):
 ``all``, ``final`` (value of the last step), ``step:K`` (value of step K, 1-based),

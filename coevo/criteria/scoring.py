@@ -5,7 +5,7 @@ sends each group through one ``coevo.verify.run.RunVerifier`` whose checker is a
 ``CriterionVerifier``: every verdict runs in the verifier pool when one is given (a hung
 check becomes a real ``timeout``), is cached in the run's ledger when a cache store is
 given, and carries its criterion id.  The scorer computes no reward: the recipe feeds the
-verdicts to ``coevo.recipes.vgopd.rewards.criteria_scores`` (per axis) itself.
+verdicts to its own criteria scores (VG-OPD and CASA: per axis) itself.
 
     scorer = CriteriaScorer(channels=world.channels, pool=pool, cache_store=ledger)
     verdicts = scorer.score([(entry, answer), ...])   # one list of Verdicts per pair,
