@@ -2,10 +2,13 @@
 and `timeout` send them: one line naming the step to resume from, exit 130 / 143, no traceback (the verifier pool's
 fork server and workers included), no run.lock left, and `coevo run --resume` then ends where an uninterrupted run
 ends (same ledger fingerprint and summary)."""
+import inspect
+import json
 import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -118,6 +121,14 @@ def test_an_error_a_signal_causes_is_the_interruption(monkeypatch):
         interrupt.check()
 
 
+def deaf_to(pid: int) -> set:
+    """The signals of SIGINT / SIGTERM that never reach process ``pid``: ignored (SigIgn) or blocked (SigBlk)."""
+    masks = {k: int(v.split()[0], 16) for k, v in (x.split(":", 1) for x in Path(f"/proc/{pid}/status").read_text()
+                                                  .splitlines() if x.startswith(("SigIgn:", "SigBlk:")))}
+    mask = masks["SigIgn"] | masks["SigBlk"]
+    return {s for s in (signal.SIGINT, signal.SIGTERM) if mask >> (s - 1) & 1}
+
+
 def test_verifier_pool_children_ignore_the_signals():
     """The fork server (it imports sympy / math-verify for seconds) and its workers ignore SIGINT and SIGTERM: a
     Ctrl-C to the group prints no traceback from them; the pool's owner stops them."""
@@ -125,13 +136,40 @@ def test_verifier_pool_children_ignore_the_signals():
 
     from coevo.verify.pool import VerifierPool
 
-    def ignored(pid: int) -> set:
-        line = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("SigIgn:"))
-        mask = int(line.split()[1], 16)
-        return {s for s in (signal.SIGINT, signal.SIGTERM) if mask >> (s - 1) & 1}
-
     with VerifierPool(workers=1, timeout_s=30) as pool:
         assert pool.map(abs, [-1, 2]) == [1, 2]
-        assert ignored(pool._workers[0].proc.pid) == {signal.SIGINT, signal.SIGTERM}
-        assert ignored(forkserver._forkserver._forkserver_pid) == {signal.SIGINT, signal.SIGTERM}
+        assert deaf_to(pool._workers[0].proc.pid) == {signal.SIGINT, signal.SIGTERM}
+        assert deaf_to(forkserver._forkserver._forkserver_pid) == {signal.SIGINT, signal.SIGTERM}
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # this process: unchanged
+
+
+POOL_FROM_A_THREAD = """
+import json, signal, threading
+from multiprocessing import forkserver
+from pathlib import Path
+from coevo.verify.pool import VerifierPool
+out = {}
+def run():
+    with VerifierPool(workers=1, timeout_s=30) as pool:
+        out["map"] = pool.map(abs, [-1, 2])
+        out["worker"] = sorted(int(s) for s in deaf_to(pool._workers[0].proc.pid))
+        out["server"] = sorted(int(s) for s in deaf_to(forkserver._forkserver._forkserver_pid))
+t = threading.Thread(target=run)
+t.start()
+t.join()
+print(json.dumps({**out, "handler": signal.getsignal(signal.SIGINT) is signal.default_int_handler}))
+"""
+
+
+def test_pool_started_from_a_thread_children_still_deaf(tmp_path):
+    """A fresh process whose first pool starts in a thread (a served verifier, a framework's reward thread), where
+    the owner cannot change a disposition: the fork server ignores the two signals itself, in its first preload
+    module (coevo.verify.forkserver_quiet), and so its worker. CI failure at 627bda2: started from a thread, the fork
+    server kept SIGTERM, and every later pool of that process with it."""
+    script = inspect.getsource(deaf_to) + POOL_FROM_A_THREAD
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    both = sorted([int(signal.SIGINT), int(signal.SIGTERM)])
+    assert got["map"] == [1, 2] and got["worker"] == both and got["server"] == both and got["handler"]
+

@@ -37,7 +37,7 @@ from coevo.core.verdict import Verdict
 from coevo.interrupt import signals_ignored_in_children
 
 FLUSH_S = 0.02          # a worker sends finished results at least this often
-PRELOAD = ["coevo.verify.checks"]
+PRELOAD = ["coevo.verify.forkserver_quiet", "coevo.verify.checks"]  # the first: the server ignores SIGINT / SIGTERM
 _live_pools: "weakref.WeakSet[VerifierPool]" = weakref.WeakSet()
 _preload_lock = threading.Lock()
 _preload_done = False
