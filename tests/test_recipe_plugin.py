@@ -99,3 +99,23 @@ def test_without_its_metadata_the_name_is_unknown(tmp_path):
     p = _coevo(root, "config", "show", "--recipe", "ext-rzero")
     assert p.returncode == 2 and "unknown recipe 'ext-rzero'" in p.stderr, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
+
+
+HALF_WRITTEN = """
+import sys
+from coevo.core.registry import recipe_names
+print(",".join(recipe_names()))
+"""
+
+
+def test_a_half_written_egg_info_first_on_the_path_hides_no_recipe(tmp_path):
+    """Run from a source tree whose ``coevo.egg-info`` another editable install is rewriting (its entry points not
+    written yet: .ci/run's peer venvs beside the tests), the recipes still come from the venv's metadata (fresh-clone
+    CI at 2832a1b: 'unknown recipe drzero; installed: none' in test_small_commands_json)."""
+    egg = tmp_path / "coevo.egg-info"
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: coevo\nVersion: 0.1.0\n")
+    p = subprocess.run([sys.executable, "-c", HALF_WRITTEN], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=120, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert {"rzero", "drzero", "rgbc", "synco", "vgopd"} <= set(p.stdout.strip().split(","))

@@ -21,7 +21,7 @@ import importlib
 import os
 import sys
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
+from importlib.metadata import distributions
 from pathlib import Path
 from typing import Any, Callable
 
@@ -148,10 +148,20 @@ def load(obj: Any) -> Any:
 
 
 def _entry_points() -> dict[str, Any]:
-    """{recipe name: entry point} of the group ``coevo.recipes`` (the first of each name)."""
+    """{recipe name: entry point} of the group ``coevo.recipes`` (the first of each name), read from every
+    installed distribution, a name met twice included (``importlib.metadata.entry_points`` reads only the first
+    of each): run from the source tree, an editable install's ``coevo.egg-info`` there comes first on
+    ``sys.path``, and while another editable install rewrites it (the peer venvs of ``.ci/run``) it holds no
+    entry point; the venv's own metadata still does."""
     out: dict[str, Any] = {}
-    for ep in entry_points(group=GROUP):
-        out.setdefault(ep.name, ep)
+    for dist in distributions():
+        try:
+            eps = dist.entry_points
+        except Exception:  # noqa: BLE001 - a distribution whose metadata is being written
+            continue
+        for ep in eps:
+            if ep.group == GROUP:
+                out.setdefault(ep.name, ep)
     return out
 
 
