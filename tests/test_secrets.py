@@ -7,12 +7,12 @@ import json
 import re
 import secrets
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
-from conftest import need_module
+from conftest import JSONHandler, need_module
 
 need_module("transformers")
 need_module("peft")
@@ -169,10 +169,7 @@ class _EchoServer:
     def __init__(self, key: str, status: int = 500, routes_ok=("/v1/load_lora_adapter",)):
         outer = self
 
-        class H(BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
+        class H(JSONHandler):
             def do_POST(self):
                 n = int(self.headers.get("Content-Length", 0))
                 self.rfile.read(n)
@@ -185,12 +182,7 @@ class _EchoServer:
                     code, body = 200, {"choices": [{"message": {"role": "assistant", "content": "Yes"}}]}
                 else:
                     code, body = outer.status, {"error": f"overloaded; request headers: Authorization: {auth}"}
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self._send(code, body)
 
         self.status = status
         self.srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
