@@ -52,7 +52,7 @@ class WriteGuard:
         if self.depth == 0 and self.fd is not None:
             try:
                 self.fcntl.flock(self.fd, self.fcntl.LOCK_EX)
-            except OSError:  # a filesystem without flock: readers will refuse (see the module docstring)
+            except OSError:  # a filesystem without flock: readers will refuse (coevo/ledger/live.py)
                 os.close(self.fd)
                 self.fd = None
         self.depth += 1

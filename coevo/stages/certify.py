@@ -7,7 +7,6 @@ groups (``coevo.audit.certify.certificate_from_groups``); ``coevo certify`` call
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -100,15 +99,14 @@ def certify(ctx: StepContext, policy, tasks: Sequence[Any], k: int = 4, batch: i
     if any(r is None for r in refs):
         raise CertifyError("every task needs a reference answer")
     world, verifier = ctx.world, ctx.verifier
-    audit = replace(ctx, sampling=replace(ctx.sampling, stream="audit"))
     t0 = time.time()
     report = (lambda done, total: progress(f"sampled {done}/{total} tasks")) if progress else None
 
     errors = {"failed": 0, "calls": 0, "first": ""}  # model-server calls that failed after retries (openai)
 
     def draw(idx: list[int]):
-        got = sv.sample_verify(audit, policy, [tasks[i] for i in idx], k, {REF: [refs[i] for i in idx]},
-                               Draw(chunk=chunk, progress=report))
+        got = sv.sample_verify(ctx, policy, [tasks[i] for i in idx], k, {REF: [refs[i] for i in idx]},
+                               Draw(stream="audit", chunk=chunk, progress=report))
         failed, calls = completion_errors(got.outs)
         errors["failed"] += failed
         errors["calls"] += calls

@@ -126,9 +126,9 @@ class Answers:
         """What a role is updated on from this group: its completions in order, ``rewards`` (one per
         completion), its rollout ids and task ids (``draw_group``'s rows), GRPO groups of its n."""
         rows = self.rows.get("rollouts", [])
-        n = len(self.outs[0]) if self.outs else 1
+        kw.setdefault("group_size", len(self.outs[0]) if self.outs else 1)
         return Scored(self.completions(), np.asarray(rewards, dtype=float), [r["rollout_id"] for r in rows],
-                      [r["task_id"] for r in rows], **{"group_size": n, **kw})
+                      [r["task_id"] for r in rows], **kw)
 
 
 Group = Answers  # a training group: the stage's Answers with its rollout and verdict rows
